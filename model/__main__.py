@@ -1,0 +1,88 @@
+"""Command line: write an attention trace, list models, or ask where a token attends.
+
+    python -m model "The animal didn't cross the street because it was tired" --model minilm-l6 --out trace.npz
+    python -m model "..." --from it
+    python -m model --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import HeadlightError
+from .registry import DEFAULT_MODEL, REGISTRY, get_spec, load_model
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m model", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", nargs="?", help="the sentence to run")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"registered model (default {DEFAULT_MODEL})")
+    p.add_argument("--list", action="store_true", help="print the registered model names and exit")
+    p.add_argument("--out", help="write the trace to this .npz or .json file")
+    p.add_argument("--from", dest="from_token", metavar="TOKEN",
+                   help="print, per layer and head, the token TOKEN attends to most")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
+                   help="override the automatic choice (also: HEADLIGHT_DEVICE)")
+    p.add_argument("--pair", help="second sentence (encoder models: a sentence pair)")
+    p.add_argument("--task", help="task for task-conditioned models (seq2seq-tiny: copy, reverse, sort)")
+    p.add_argument("--intermediates", action="store_true", help="also store per-layer hidden states")
+    return p
+
+
+def from_token_report(trace, token: str) -> list[str]:
+    """Lines 'layer L head H: <query> -> <key> weight' for the first token equal to `token`."""
+    want = token.lower()
+    block = "encoder"
+    q_tokens, k_tokens = trace.axis_tokens(block)
+    if want not in [t.lower() for t in q_tokens]:
+        raise HeadlightError(f"token {token!r} is not among the tokens: {' '.join(q_tokens)}")
+    qi = [t.lower() for t in q_tokens].index(want)
+    att = trace.attention(block)  # (L, H, N, N)
+    lines = [f"{block} attention from {q_tokens[qi]!r} (token {qi})"]
+    for layer in range(att.shape[0]):
+        for head in range(att.shape[1]):
+            row = att[layer, head, qi]
+            j = int(row.argmax())
+            lines.append(f"layer {layer} head {head:2d}: {k_tokens[j]!r} (token {j}) {row[j]:.3f}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list:
+        print("\n".join(REGISTRY))
+        return 0
+    try:
+        if args.text is None:
+            raise HeadlightError("give a sentence to run, e.g. python -m model \"I am good\"")
+        spec = get_spec(args.model)
+        model = load_model(spec.name, args.device)
+        kw = {}
+        if args.pair:
+            kw["pair"] = args.pair
+        if args.task:
+            kw["task"] = args.task
+        trace = model.trace(args.text, intermediates=args.intermediates, **kw)
+        if trace.truncated:
+            print(f"note: input truncated to {len(trace.source_tokens)} of {trace.n_tokens_untruncated} tokens",
+                  file=sys.stderr)
+        if args.out:
+            path = trace.save(args.out)
+            print(f"wrote {path} ({len(trace.source_tokens)} tokens, encoder_attention "
+                  f"{tuple(trace.encoder_attention.shape)})")
+        if "output_text" in trace.meta:
+            print(f"output: {trace.meta['output_text']}")
+        if args.from_token:
+            print("\n".join(from_token_report(trace, args.from_token)))
+        if not (args.out or args.from_token):
+            print(" ".join(trace.source_tokens))
+        return 0
+    except (HeadlightError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

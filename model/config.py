@@ -1,0 +1,104 @@
+"""One dataclass for every Transformer hyperparameter, plus named presets.
+
+Presets (minGPT style):
+- ``paper-base``: the base model of Vaswani et al. 2017, "Attention Is All You
+  Need", Table 3: d_model 512, h 8, 6 + 6 layers, d_ff 2048, dropout 0.1.
+- ``minilm-l6``: the shape of all-MiniLM-L6-v2 (a BERT-family encoder): hidden
+  384, 12 heads, 6 layers, d_ff 1536, exact GELU, learned positions.
+- ``tiny``: a few thousand parameters, for tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    d_model: int = 512  # width of the residual stream (embedding size)
+    n_heads: int = 8  # attention heads per block; d_k = d_model // n_heads
+    n_encoder_layers: int = 6  # N identical encoder layers
+    n_decoder_layers: int = 6  # N identical decoder layers (0: encoder only)
+    d_ff: int = 2048  # hidden width of the position-wise feed-forward net
+    dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights
+    vocab_size: int = 30522  # rows of the token embedding table
+    max_positions: int = 512  # longest input the model accepts
+    activation: Literal["relu", "gelu"] = "relu"  # FFN non-linearity (gelu = exact erf)
+    positional: Literal["sinusoidal", "learned"] = "sinusoidal"  # how positions enter
+    layer_norm_eps: float = 1e-5  # epsilon inside LayerNorm's sqrt(var + eps)
+    type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
+    embedding_layer_norm: bool = False  # BERT normalises the summed embeddings
+    scale_embeddings: bool = True  # paper: multiply embeddings by sqrt(d_model)
+    tie_embeddings: bool = True  # paper: source, target and output share one matrix
+    pad_id: int = 0  # id of the padding token
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
+            )
+
+    @property
+    def d_k(self) -> int:
+        """Per-head width of queries, keys and values (d_k = d_v = d_model / h)."""
+        return self.d_model // self.n_heads
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return self.n_decoder_layers > 0
+
+    def replace(self, **changes) -> TransformerConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TransformerConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown config fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+PRESETS: dict[str, TransformerConfig] = {
+    "paper-base": TransformerConfig(),
+    "minilm-l6": TransformerConfig(
+        d_model=384,
+        n_heads=12,
+        n_encoder_layers=6,
+        n_decoder_layers=0,
+        d_ff=1536,
+        vocab_size=30522,
+        max_positions=512,
+        activation="gelu",
+        positional="learned",
+        layer_norm_eps=1e-12,
+        type_vocab_size=2,
+        embedding_layer_norm=True,
+        scale_embeddings=False,
+        tie_embeddings=False,
+    ),
+    "tiny": TransformerConfig(
+        d_model=16,
+        n_heads=2,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=32,
+        dropout=0.0,
+        vocab_size=64,
+        max_positions=64,
+    ),
+}
+
+
+def preset(name: str) -> TransformerConfig:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}"
+        ) from None

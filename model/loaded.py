@@ -1,0 +1,198 @@
+"""A loaded model: module + tokenizer + device, with one method that matters,
+`trace(text)`, returning an AttentionTrace. Holds no per-request state, so the
+app can cache one instance per process and share it across sessions.
+
+Notation: b batch, h heads, n/N source length, T target length, L layers, d d_model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .bert import BertEncoder
+from .config import TransformerConfig
+from .masks import causal_mask
+from .tokenizer import Encoded, TextTokenizer, check_text
+from .trace import AttentionTrace
+from .transformer import Transformer
+
+
+def _np(x: torch.Tensor) -> np.ndarray:
+    return x.detach().float().cpu().numpy()
+
+
+def _stack(per_layer: list[torch.Tensor]) -> np.ndarray:
+    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy."""
+    return _np(torch.stack([a[0] for a in per_layer]))
+
+
+@dataclass
+class PaddedBatch:
+    """A small batch padded to one length, for the mask lab."""
+
+    tokens: list[list[str]]  # (b, n) with the pad token filling short rows
+    ids: np.ndarray  # (b, n) int
+    mask: np.ndarray  # (b, n) bool: True = real token (may be attended to)
+    attention: np.ndarray  # (L, b, h, n, n) encoder self-attention of the padded batch
+
+
+class LoadedModel:
+    kind = "encoder"
+
+    def __init__(self, name: str, module: nn.Module, tokenizer: TextTokenizer, device: torch.device,
+                 *, trained: bool, description: str = ""):
+        self.name = name
+        self.module = module.to(device).eval()
+        self.config: TransformerConfig = module.config
+        self.tokenizer = tokenizer
+        self.device = device
+        self.trained = trained
+        self.description = description
+
+    # the embedding module whose `parts` give X, PE and X + PE
+    @property
+    def source_embedding(self):
+        raise NotImplementedError
+
+    def encode_source(self, text: str, **kw) -> Encoded:
+        return self.tokenizer.encode(text)
+
+    def _ids(self, ids: list[int]) -> torch.Tensor:
+        return torch.tensor([ids], dtype=torch.long, device=self.device)  # (1, n)
+
+    def position_table(self, n: int) -> np.ndarray:
+        """(n, d): learned position embeddings or the sinusoidal table, as the model uses them."""
+        with torch.inference_mode():
+            return _np(self.source_embedding.position_table(min(n, self.config.max_positions)))
+
+    def embedding_parts(self, text: str, **kw) -> tuple[Encoded, dict[str, np.ndarray]]:
+        """X (token embeddings, scaled as the model scales them), PE rows and their sum, each (n, d)."""
+        enc = self.encode_source(text, **kw)
+        with torch.inference_mode():
+            parts = self.source_embedding.parts(self._ids(enc.ids), self._ids(enc.type_ids)
+                                                if self.config.type_vocab_size else None)
+        return enc, {k: _np(v[0]) for k, v in parts.items()}
+
+    def trace(self, text: str, **kw) -> AttentionTrace:
+        raise NotImplementedError
+
+    def _meta(self) -> dict:
+        return {"device": str(self.device), "trained": self.trained, "kind": self.kind,
+                "d_model": self.config.d_model, "n_heads": self.config.n_heads, "d_k": self.config.d_k}
+
+
+class EncoderModel(LoadedModel):
+    """BERT-family encoder (MiniLM)."""
+
+    kind = "encoder"
+    module: BertEncoder
+
+    @property
+    def source_embedding(self):
+        return self.module.embed
+
+    def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False) -> AttentionTrace:
+        check_text(text)
+        enc = self.tokenizer.encode(text, pair)
+        with torch.inference_mode():
+            out = self.module(self._ids(enc.ids), self._ids(enc.type_ids), record=intermediates)
+        n = len(enc.ids)
+        return AttentionTrace(
+            model=self.name, text=text,
+            source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
+            source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+            encoder_attention=_stack(out.self_attention),
+            masks={"source_padding": np.ones(n, dtype=bool)},
+            truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
+            encoder_hidden_states=_np(torch.stack([h[0] for h in out.hidden_states])) if intermediates else None,
+            meta={**self._meta(), **({"pair": pair} if pair else {})},
+        )
+
+    def padded_batch(self, texts: list[str]) -> PaddedBatch:
+        encs = [self.tokenizer.encode(t) for t in texts]
+        n = max(len(e) for e in encs)
+        pad_id = self.config.pad_id
+        pad_tok = self.tokenizer.id_to_token(pad_id) or "[PAD]"
+        ids = np.full((len(encs), n), pad_id, dtype=np.int64)
+        for i, e in enumerate(encs):
+            ids[i, : len(e)] = e.ids
+        mask = ids != pad_id
+        with torch.inference_mode():
+            t_ids = torch.as_tensor(ids, device=self.device)
+            out = self.module(t_ids, attention_mask=torch.as_tensor(mask, device=self.device))
+        return PaddedBatch(
+            tokens=[e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids=ids, mask=mask,
+            attention=_np(torch.stack(out.self_attention)),
+        )
+
+
+class Seq2SeqModel(LoadedModel):
+    """Encoder-decoder (the paper's architecture). Subclasses may override
+    `encode_source` (e.g. to prepend a task token) and set special ids."""
+
+    kind = "encoder-decoder"
+    module: Transformer
+
+    def __init__(self, *args, bos: str, eos: str, max_new_tokens: int = 64, **kw):
+        super().__init__(*args, **kw)
+        self.bos_id = self.tokenizer.token_to_id(bos)
+        self.eos_id = self.tokenizer.token_to_id(eos)
+        if self.bos_id is None or self.eos_id is None:
+            raise ValueError(f"tokenizer lacks {bos!r} or {eos!r}")
+        self.max_new_tokens = max_new_tokens
+
+    @property
+    def source_embedding(self):
+        return self.module.src_embed
+
+    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None) -> list[int]:
+        """Greedy decoding: [bos, y1, ..., (eos)]"""
+        limit = max_new_tokens or min(self.max_new_tokens, self.config.max_positions - 1)
+        with torch.inference_mode():
+            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit)
+        return ys[0].tolist()
+
+    def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
+              max_new_tokens: int | None = None, **kw) -> AttentionTrace:
+        """Greedy-decode the text (or teacher-force `target`), then record every
+        attention of the decoder input sequence [<bos>, y1, ..., y_{T-1}] in one
+        pass. Because of the look-ahead mask, row t is exactly what decoding step t saw."""
+        check_text(text)
+        enc = self.encode_source(text, **kw)
+        if target is not None:
+            tgt = self.tokenizer.encode(target, add_special_tokens=False)
+            ys = [self.bos_id, *tgt.ids, self.eos_id]
+        else:
+            ys = self.decode_ids(enc.ids, max_new_tokens)
+        generated = ys[1:]
+        dec_in = ys[:-1] if ys[-1] == self.eos_id and len(ys) > 1 else ys  # decoder inputs (T,)
+        with torch.inference_mode():
+            out = self.module(self._ids(enc.ids), self._ids(dec_in), record=intermediates)
+            logits = out.logits[0].float().log_softmax(-1)  # (T, V)
+        tok = self.tokenizer.id_to_token
+        specials = {self.bos_id, self.eos_id, self.config.pad_id}
+        n, t = len(enc.ids), len(dec_in)
+        return AttentionTrace(
+            model=self.name, text=text,
+            source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
+            source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+            encoder_attention=_stack(out.encoder.self_attention),
+            target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
+            target_special=[i in specials for i in dec_in],
+            decoder_self_attention=_stack(out.decoder.self_attention),
+            cross_attention=_stack(out.decoder.cross_attention),
+            masks={"source_padding": np.ones(n, dtype=bool),
+                   "decoder_self": _np(causal_mask(t)).astype(bool)},
+            truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
+            encoder_hidden_states=_np(torch.stack([h[0] for h in out.encoder.hidden_states])) if intermediates else None,
+            decoder_hidden_states=_np(torch.stack([h[0] for h in out.decoder.hidden_states])) if intermediates else None,
+            meta={**self._meta(), **kw,
+                  "generated_tokens": [tok(i) for i in generated],
+                  "output_text": self.tokenizer.decode(generated),
+                  "teacher_forced": target is not None,
+                  "step_logprobs_of_generated": [float(logits[i, y]) for i, y in enumerate(generated[:t])]},
+        )

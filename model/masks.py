@@ -1,0 +1,40 @@
+"""Attention masks, one convention everywhere:
+
+    **True means "may attend"**, False means "blocked".
+
+Masks are boolean and broadcast against attention scores of shape
+(batch, heads, query_len, key_len). Blocked scores are set to -inf (in
+practice the dtype's most negative value, so a row can never become NaN)
+before the softmax, so blocked keys receive weight exactly 0.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """ids (b, m) -> (b, 1, 1, m): key positions that are not padding."""
+    return (ids != pad_id)[:, None, None, :]
+
+
+def causal_mask(n: int, device=None) -> torch.Tensor:
+    """Look-ahead mask (n, n): position i may attend to positions 0..i (lower triangle)."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def decoder_mask(tgt_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """The decoder self-attention mask: padding AND look-ahead, (b, 1, n, n).
+
+    This is the one place the two are combined (seed 002: "I am sam <pad>")."""
+    n = tgt_ids.shape[1]
+    return padding_mask(tgt_ids, pad_id) & causal_mask(n, tgt_ids.device)[None, None]
+
+
+def to_additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """Boolean mask -> additive float mask: 0 where allowed, dtype-min where blocked."""
+    if mask is None:
+        return None
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+        ~mask, torch.finfo(dtype).min
+    )

@@ -1,0 +1,48 @@
+"""Positional encodings as plain matrices.
+
+Sinusoidal table from Vaswani et al. 2017, section 3.5:
+    PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
+It is *added* to the token embeddings; every value lies in [-1, 1] and the
+table extends to any length. For odd d_model the last column is a sine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_table(n_positions: int, d_model: int, dtype=torch.float32) -> torch.Tensor:
+    """Return PE of shape (n_positions, d_model)."""
+    if n_positions < 0 or d_model < 1:
+        raise ValueError(f"need n_positions >= 0 and d_model >= 1, got {n_positions}, {d_model}")
+    pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # (n, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),) the "2i" of the formula
+    angle = pos / torch.pow(10000.0, two_i / d_model)  # (n, ceil(d/2))
+    pe = torch.empty(n_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.to(dtype)
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed table; kept as a non-persistent buffer so it never appears
+    among checkpoint keys (x-transformers does the same)."""
+
+    def __init__(self, d_model: int, max_positions: int):
+        super().__init__()
+        self.register_buffer("table", sinusoidal_table(max_positions, d_model), persistent=False)
+
+    def forward(self, n: int) -> torch.Tensor:
+        """PE rows for positions 0..n-1: (n, d_model)."""
+        if n > self.table.shape[0]:
+            return sinusoidal_table(n, self.table.shape[1]).to(self.table)
+        return self.table[:n]
+
+
+def scale_factor(d_model: int) -> float:
+    """The paper multiplies embeddings by sqrt(d_model) before adding PE."""
+    return math.sqrt(d_model)

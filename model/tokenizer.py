@@ -1,0 +1,118 @@
+"""Tokenization with the `tokenizers` library (never `transformers`).
+
+Pitfalls of MiniLM's tokenizer.json handled here: it ships fixed padding to 128
+and truncation at 128; padding is switched off and truncation set to the model's
+positions (512), and truncation is reported to the caller. It lowercases, strips
+accents, splits "didn't" into `didn ' t` and adds [CLS]/[SEP].
+
+Words are grouped from character offsets: tokens whose spans touch (no gap of
+whitespace between them) form one word, so `didn ' t` shows as "didn't".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Encoded:
+    tokens: list[str]  # as the tokenizer sees them, e.g. ["[CLS]", "the", ..., "[SEP]"]
+    ids: list[int]
+    offsets: list[tuple[int, int]]  # character span of each token in its own text; (0, 0) for specials
+    special: list[bool]  # True for [CLS], [SEP], <bos>, task tokens, ...
+    type_ids: list[int]  # segment: 0 for the first text, 1 for the pair
+    word_ids: list[int]  # word index per token (touching spans share one); -1 for special tokens
+    truncated: bool  # True when the text had more tokens than max_length
+    n_tokens_untruncated: int  # token count before truncation (specials included)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def words(self) -> list[str]:
+        """Each word as the joined text of its tokens (subword '##' marks removed)."""
+        out: dict[int, str] = {}
+        for tok, w in zip(self.tokens, self.word_ids):
+            if w >= 0:
+                piece = tok[2:] if tok.startswith("##") else tok
+                out[w] = out.get(w, "") + piece
+        return [out[w] for w in sorted(out)]
+
+
+def check_text(text: str) -> str:
+    if not isinstance(text, str):
+        raise InputError(f"text must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InputError("The text is empty: type a sentence to see its attention.")
+    return text
+
+
+def group_words(offsets, special, sequence_ids) -> list[int]:
+    word_ids, word, prev_end, prev_seq = [], -1, None, None
+    for (start, end), is_special, seq in zip(offsets, special, sequence_ids):
+        if is_special:
+            word_ids.append(-1)
+            continue
+        if prev_end is None or start != prev_end or seq != prev_seq:
+            word += 1
+        word_ids.append(word)
+        prev_end, prev_seq = end, seq
+    return word_ids
+
+
+class TextTokenizer:
+    """Wraps a `tokenizers.Tokenizer`; returns :class:`Encoded`."""
+
+    def __init__(self, tokenizer: Tokenizer, max_length: int):
+        self.max_length = max_length
+        self._tok = tokenizer
+        self._tok.no_padding()
+        self._tok.enable_truncation(max_length)
+        # a second, never-truncating copy to count tokens of over-long text; the
+        # shared instance is never toggled, so concurrent app sessions are safe.
+        self._counter = Tokenizer.from_str(tokenizer.to_str())
+        self._counter.no_truncation()
+
+    @classmethod
+    def from_file(cls, path: str | Path, max_length: int) -> TextTokenizer:
+        return cls(Tokenizer.from_file(str(path)), max_length)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size()
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._tok.token_to_id(token)
+
+    def id_to_token(self, i: int) -> str | None:
+        return self._tok.id_to_token(i)
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoded:
+        check_text(text)
+        if pair is not None:
+            check_text(pair)
+        enc = self._tok.encode(text, pair, add_special_tokens=add_special_tokens)
+        n_untruncated = len(enc.ids) + sum(len(o.ids) for o in enc.overflowing)
+        truncated = bool(enc.overflowing)
+        if truncated:  # overflow pieces may repeat specials: count precisely, only when needed
+            n_untruncated = len(self._counter.encode(text, pair, add_special_tokens=add_special_tokens).ids)
+        special = [bool(s) for s in enc.special_tokens_mask]
+        seq_ids = [s if s is not None else -1 for s in enc.sequence_ids]
+        offsets = [tuple(o) for o in enc.offsets]
+        return Encoded(
+            tokens=list(enc.tokens),
+            ids=list(enc.ids),
+            offsets=offsets,
+            special=special,
+            type_ids=list(enc.type_ids),
+            word_ids=group_words(offsets, special, seq_ids),
+            truncated=truncated,
+            n_tokens_untruncated=n_untruncated,
+        )

@@ -1,0 +1,87 @@
+"""The encoder-decoder Transformer of Vaswani et al. 2017 ("Attention Is All You
+Need"), built as the Annotated Transformer's `make_model` does, but with
+attention weights returned rather than stored.
+
+Notation: b batch, n target length, m source length, d d_model, V vocab.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .embeddings import Embedding
+from .layers import Decoder, Encoder, StackOutput
+from .masks import decoder_mask, padding_mask
+
+
+@dataclass
+class Seq2SeqOutput:
+    logits: torch.Tensor  # (b, n, V)
+    encoder: StackOutput
+    decoder: StackOutput
+    src_mask: torch.Tensor  # (b, 1, 1, m) True = may attend
+    tgt_mask: torch.Tensor  # (b, 1, n, n)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        if not config.is_encoder_decoder:
+            raise ValueError("Transformer needs n_decoder_layers > 0")
+        self.config = config
+        self.src_embed = Embedding(config)
+        self.tgt_embed = Embedding(config)
+        self.encoder = Encoder(config, config.n_encoder_layers)
+        self.decoder = Decoder(config, config.n_decoder_layers)
+        self.generator = nn.Linear(config.d_model, config.vocab_size)  # output projection to the vocabulary
+        if config.tie_embeddings:  # paper 3.4: one matrix for both embeddings and the pre-softmax linear
+            self.tgt_embed.token.weight = self.src_embed.token.weight
+            self.generator.weight = self.src_embed.token.weight
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        # with sqrt(d_model) scaling, a unit-variance embedding would swamp PE
+        nn.init.normal_(self.src_embed.token.weight, std=self.config.d_model**-0.5)
+
+    def encode(self, src: torch.Tensor, *, record: bool = False):
+        """src (b, m) -> (StackOutput with hidden (b, m, d), src_mask (b, 1, 1, m))"""
+        src_mask = padding_mask(src, self.config.pad_id)
+        return self.encoder(self.src_embed(src), src_mask, record=record), src_mask
+
+    def decode(self, tgt, memory, src_mask, *, record: bool = False):
+        """tgt (b, n), memory (b, m, d) -> (StackOutput with hidden (b, n, d), tgt_mask)"""
+        tgt_mask = decoder_mask(tgt, self.config.pad_id)
+        out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record)
+        return out, tgt_mask
+
+    def forward(self, src, tgt, *, record: bool = False) -> Seq2SeqOutput:
+        """Teacher forcing: tgt is the shifted target (starts with <bos>)."""
+        enc, src_mask = self.encode(src, record=record)
+        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record)
+        return Seq2SeqOutput(self.generator(dec.hidden), enc, dec, src_mask, tgt_mask)
+
+    @torch.no_grad()
+    def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
+        """The paper's inference: feed each output back in, one token at a time.
+
+        src (b, m) -> (b, <= max_len + 1), starting with <bos>; stops when every row emitted <eos>."""
+        enc, src_mask = self.encode(src)
+        b = src.shape[0]
+        ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            dec, _ = self.decode(ys, enc.hidden, src_mask)
+            nxt = self.generator(dec.hidden[:, -1]).argmax(-1)  # (b,)
+            nxt = nxt.masked_fill(done, self.config.pad_id)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            done |= nxt == eos_id
+            if done.all():
+                break
+        return ys

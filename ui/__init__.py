@@ -1,0 +1,1 @@
+"""Streamlit-side shared code (sidebar, URL state, caching). Figure builders live in `viz/`."""

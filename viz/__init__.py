@@ -1,0 +1,1 @@
+"""Figure builders shared by pages and tests. Never imports Streamlit."""

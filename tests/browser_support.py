@@ -1,0 +1,96 @@
+"""Start the real app (`streamlit run app.py`) on 127.0.0.1 with a free port and
+drive Debian's headless Chromium through Playwright (browser downloads do not
+work here, so `executable_path="/usr/bin/chromium"`). Used by the browser test,
+the screenshot script and the app benchmark."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("HEADLIGHT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]
+
+
+def browser_available() -> str | None:
+    """None when the browser test can run, else the reason it cannot."""
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"{CHROMIUM} not found (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (make dev)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_app(timeout: float = 90.0, env: dict | None = None):
+    """Yield the base URL of a running `streamlit run app.py`; stop it afterwards."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "HEADLIGHT_DEVICE": "cpu", **(env or {})})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{out[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("streamlit did not become healthy in time")
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1600, height: int = 1000):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def wait_for_app(page, timeout_ms: int = 90_000) -> None:
+    """Wait until Streamlit has finished running the script (no 'running' indicator) and something is drawn."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                   return !s || !/running/i.test(s.innerText); }""", timeout=timeout_ms)
+    page.wait_for_selector('[data-testid="stMain"] [data-testid="stVerticalBlock"]', timeout=timeout_ms)

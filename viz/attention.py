@@ -1,0 +1,252 @@
+"""Plotly figures of the Attention explorer (and their matplotlib twins for slide export). No Streamlit here.
+
+- head_heatmap:  one (n, m) attention matrix, query rows x key columns; hover "query -> key: weight" (3 decimals).
+                 Values travel as one float32 array (plotly base64 typed array: ~1.4 MB at 512 x 512); the hover
+                 text is a template, not a string per cell. Repeated tokens get zero-width suffixes so a
+                 categorical axis keeps "the" and "the" apart.
+- grid_figure:   every layer x head as a thumbnail: ONE heatmap of a mosaic of block-mean-pooled thumbnails
+                 (at most `size` x `size` each, e.g. 6 x 12 heads of 24 x 24 for 512 tokens), plus one invisible
+                 marker per head that carries (layer, head) for hover and click selection. Or, coloured by a metric,
+                 one cell per head.
+- token_view:    BertViz-style head view for one query token and one layer: two columns of tokens, a line from the
+                 query to each key per head, opacity = weight, one colour per head. Long inputs draw only the top-k
+                 keys per head.
+Shapes: att (L, H, n, m); one layer (H, n, m); a head (n, m).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .metrics import mosaic
+from .theme import base_layout, esc, font_size, head_colour, rgba
+
+ZW = "\u200b"  # zero-width space: makes repeated labels distinct without showing anything
+COLORSCALE = "Viridis"
+ALL_TOKENS_MAX = 60  # the token view lists every token up to this length, else only the keys it draws lines to
+
+
+def axis_labels(tokens: list[str], limit: int = 20) -> list[str]:
+    """Escaped, shortened, and unique (k-th repeat of a label gets k zero-width spaces)."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in tokens:
+        s = esc(t, limit) or "∅"
+        k = seen.get(s, 0)
+        seen[s] = k + 1
+        out.append(s + ZW * k)
+    return out
+
+
+# ---- one head --------------------------------------------------------------------------------------------------------
+def head_heatmap(matrix: np.ndarray, row_tokens: list[str], col_tokens: list[str], *, title: str = "",
+                 lecture: bool = False, blocked: np.ndarray | None = None, zmax: float | None = None,
+                 xlabel: str = "key", ylabel: str = "query") -> go.Figure:
+    """(n, m) weights as a heatmap; `blocked` (bool, True = masked) cells are drawn as gaps."""
+    z = np.asarray(matrix, dtype=np.float32)
+    if z.ndim != 2 or z.shape != (len(row_tokens), len(col_tokens)):
+        raise ValueError(f"head_heatmap needs a matrix of shape ({len(row_tokens)}, {len(col_tokens)}), got {z.shape}")
+    if blocked is not None:
+        z = np.where(blocked, np.nan, z).astype(np.float32)
+    n, m = z.shape
+    fig = go.Figure(go.Heatmap(
+        z=z, x=axis_labels(col_tokens), y=axis_labels(row_tokens), colorscale=COLORSCALE, zmin=0.0,
+        zmax=zmax if zmax is not None else (float(np.nanmax(z)) if np.isfinite(z).any() else 1.0),
+        hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>", colorbar=dict(title=dict(text="weight"))))
+    fs = font_size(lecture)
+    tick = max(7, min(fs, int(700 / max(n, m, 1))))
+    fig.update_layout(**base_layout(lecture, int(min(820, max(420, 24 * n + 160))), title))
+    fig.update_xaxes(title_text=xlabel, tickangle=-60, tickfont=dict(size=tick), type="category")
+    fig.update_yaxes(title_text=ylabel, autorange="reversed", tickfont=dict(size=tick), type="category")
+    return fig
+
+
+# ---- all heads -------------------------------------------------------------------------------------------------------
+def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lecture: bool = False,
+                size: int = 24, metric: np.ndarray | None = None, metric_label: str = "",
+                head_names: list[str] | None = None, title: str = "", thumbs: tuple | None = None) -> go.Figure:
+    """All layers x heads in one figure: pooled thumbnails (`thumbs` = a precomputed `mosaic(att, size)`), or one
+    cell per head coloured by `metric` (L, H)."""
+    L, H = att.shape[:2] if metric is None else np.shape(metric)
+    if metric is None:
+        img, t, u = thumbs if thumbs is not None else mosaic(att, size=size)
+        cy, cx = (t + 1) / 2 - 0.5, (u + 1) / 2 - 0.5  # centre offset of a thumbnail within its cell
+        sy, sx = t + 1, u + 1
+        fig = go.Figure(go.Heatmap(z=img, colorscale=COLORSCALE, zmin=0.0, zmax=1.0, showscale=False,
+                                   hoverinfo="skip"))
+    else:
+        metric = np.asarray(metric, dtype=np.float32)
+        cy = cx = 0.0
+        sy = sx = 1
+        fig = go.Figure(go.Heatmap(z=metric, colorscale="Magma", texttemplate="%{z:.2f}", hoverinfo="skip",
+                                   colorbar=dict(title=dict(text=esc(metric_label)))))
+    heads = head_names or [f"Head {h}" for h in range(H)]
+    ll, hh = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")  # (L, H) each
+    cols = [ll.ravel(), hh.ravel()]
+    hover = "Layer %{customdata[0]} · " + ("%{text}" if head_names else "Head %{customdata[1]}")
+    if metric is not None:
+        cols.append(np.nan_to_num(metric.ravel(), nan=-1.0))
+        hover += f"<br>{esc(metric_label)}: " + "%{customdata[2]:.3f}"
+    fig.add_trace(go.Scatter(
+        x=hh.ravel() * sx + cx, y=ll.ravel() * sy + cy, mode="markers", customdata=np.stack(cols, axis=1),
+        text=[esc(heads[h]) for h in hh.ravel()] if head_names else None,
+        marker=dict(size=max(10, 700 // max(H, 1) // 2), opacity=0.0, color="#000000", symbol="square"),
+        hovertemplate=hover + "<extra></extra>", showlegend=False, name="heads"))
+    if selected is not None:
+        sl, sh = selected
+        if 0 <= sl < L and 0 <= sh < H:
+            x0, y0 = sh * sx - 0.5, sl * sy - 0.5
+            x1 = x0 + (sx - 1 if metric is None else 1)
+            y1 = y0 + (sy - 1 if metric is None else 1)
+            fig.add_shape(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color="#e15759", width=3))
+    fs = font_size(lecture)
+    fig.update_layout(**base_layout(lecture, max(260, 70 * L + 90), title), clickmode="event+select",
+                      dragmode=False, hovermode="closest")
+    fig.update_xaxes(tickvals=[h * sx + cx for h in range(H)], ticktext=[esc(x) for x in heads], side="top",
+                     showgrid=False, zeroline=False, tickfont=dict(size=max(9, fs - 2)))
+    fig.update_yaxes(tickvals=[layer * sy + cy for layer in range(L)], ticktext=[f"Layer {i}" for i in range(L)],
+                     autorange="reversed", showgrid=False, zeroline=False)
+    return fig
+
+
+# ---- token view ------------------------------------------------------------------------------------------------------
+def token_view_lines(layer_att: np.ndarray, query: int, heads: list[int], *, top_k: int | None = None,
+                     min_weight: float = 0.0) -> dict[int, list[tuple[int, float]]]:
+    """Per head: the (key, weight) pairs to draw for the query row (weights >= min_weight, at most top_k)."""
+    out = {}
+    for h in heads:
+        w = layer_att[h, query]  # (m,)
+        order = np.argsort(-w, kind="stable")
+        if top_k is not None:
+            order = order[:top_k]
+        out[h] = [(int(j), float(w[j])) for j in order if w[j] >= min_weight]
+    return out
+
+
+def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str], heads: list[int],
+               *, lecture: bool = False, top_k: int | None = None, min_weight: float = 0.01,
+               title: str = "") -> go.Figure:
+    """Two columns of tokens; per head, lines from the query (left) to the keys (right) with opacity = weight."""
+    H, n, m = layer_att.shape
+    if not 0 <= query < n:
+        raise ValueError(f"query token {query} is outside 0-{n - 1}")
+    long_input = max(n, m) > ALL_TOKENS_MAX
+    lines = token_view_lines(layer_att, query, heads, top_k=top_k if top_k else (20 if long_input else None),
+                             min_weight=min_weight)
+    keys = list(range(m)) if not long_input else sorted({j for pairs in lines.values() for j, _ in pairs})
+    rows = list(range(n)) if not long_input else [query]
+    ky = {j: i for i, j in enumerate(keys)}
+    span = max(len(keys), len(rows), 2) - 1
+    ypos_k = {j: -i * span / max(len(keys) - 1, 1) for j, i in ky.items()}
+    ypos_r = {i: -k * span / max(len(rows) - 1, 1) for k, i in enumerate(rows)}
+    fig = go.Figure()
+    for h in heads:
+        colour = head_colour(h)
+        buckets: dict[float, tuple[list, list]] = {}
+        for j, w in lines[h]:
+            alpha = round(min(1.0, w) * 10) / 10
+            if alpha <= 0:
+                alpha = 0.05
+            xs, ys = buckets.setdefault(alpha, ([], []))
+            xs += [0.0, 1.0, None]
+            ys += [ypos_r[query], ypos_k[j], None]
+        first = True
+        for alpha, (xs, ys) in sorted(buckets.items()):
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=rgba(colour, alpha), width=3),
+                                     hoverinfo="skip", legendgroup=f"h{h}", name=f"Head {h}", showlegend=first))
+            first = False
+        if first:  # no line above the threshold: still list the head in the legend
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=colour, width=3),
+                                     legendgroup=f"h{h}", name=f"Head {h}"))
+    fs = font_size(lecture)
+    # right column: keys, hover lists each shown head's weight
+    hover_k = []
+    for j in keys:
+        parts = [f"Head {h}: {layer_att[h, query, j]:.3f}" for h in heads]
+        hover_k.append(f"{esc(row_tokens[query])} -> {esc(col_tokens[j])}<br>" + "<br>".join(parts))
+    fig.add_trace(go.Scatter(x=[1.0] * len(keys), y=[ypos_k[j] for j in keys], mode="text+markers",
+                             text=[esc(col_tokens[j], 24) for j in keys], textposition="middle right",
+                             marker=dict(size=6, color="#999999"), hovertext=hover_k, hoverinfo="text",
+                             showlegend=False, textfont=dict(size=fs)))
+    fig.add_trace(go.Scatter(x=[0.0] * len(rows), y=[ypos_r[i] for i in rows], mode="text+markers",
+                             text=[esc(row_tokens[i], 24) for i in rows], textposition="middle left",
+                             marker=dict(size=[12 if i == query else 6 for i in rows],
+                                         color=["#e15759" if i == query else "#999999" for i in rows]),
+                             textfont=dict(size=fs, color=["#e15759" if i == query else "#333333" for i in rows]),
+                             hoverinfo="skip", showlegend=False))
+    height = int(min(1400, max(360, (span + 1) * (30 if lecture else 24) + 120)))
+    fig.update_layout(**base_layout(lecture, height, title), hovermode="closest",
+                      legend=dict(title=dict(text="heads (click to toggle)")), dragmode=False)
+    fig.update_xaxes(range=[-0.6, 1.6], visible=False, fixedrange=True)
+    fig.update_yaxes(visible=False, fixedrange=True, range=[-span - 0.8, 0.8])
+    return fig
+
+
+# ---- matplotlib twins for slide export -------------------------------------------------------------------------------
+def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitle: str = "",
+                    metric: np.ndarray | None = None, metric_label: str = ""):
+    """All heads as one matplotlib figure (pooled thumbnails, or the metric per head)."""
+    import matplotlib.pyplot as plt
+
+    from .export import _font_family, _short
+
+    L, H = att.shape[:2]
+    plt.rcParams["font.family"] = _font_family()
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * H + 2), max(5, 1.1 * L + 1.5)), dpi=150)
+    if metric is None:
+        img, t, u = mosaic(att, size=size)
+        im = ax.imshow(np.ma.masked_invalid(img), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_xticks([h * (u + 1) + u / 2 - 0.5 for h in range(H)], [f"H{h}" for h in range(H)])
+        ax.set_yticks([layer * (t + 1) + t / 2 - 0.5 for layer in range(L)], [f"Layer {i}" for i in range(L)])
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label="weight / max of its head")
+    else:
+        im = ax.imshow(metric, cmap="magma", interpolation="nearest", aspect="auto")
+        for (i, j), v in np.ndenumerate(metric):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="#7f7f7f")
+        ax.set_xticks(range(H), [f"H{h}" for h in range(H)])
+        ax.set_yticks(range(L), [f"Layer {i}" for i in range(L)])
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label=metric_label)
+    ax.xaxis.tick_top()
+    ax.set_title(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=14)
+    fig.tight_layout()
+    return fig
+
+
+def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str],
+                   heads: list[int], *, top_k: int | None = None, min_weight: float = 0.01, title: str = "",
+                   subtitle: str = ""):
+    """The token view drawn with matplotlib: same lines, opacity = weight, one colour per head."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from .export import _font_family, _short
+
+    H, n, m = layer_att.shape
+    long_input = max(n, m) > ALL_TOKENS_MAX
+    lines = token_view_lines(layer_att, query, heads, top_k=top_k if top_k else (20 if long_input else None),
+                             min_weight=min_weight)
+    keys = list(range(m)) if not long_input else sorted({j for pairs in lines.values() for j, _ in pairs})
+    rows = list(range(n)) if not long_input else [query]
+    span = max(len(keys), len(rows), 2) - 1
+    yk = {j: -i * span / max(len(keys) - 1, 1) for i, j in enumerate(keys)}
+    yr = {i: -k * span / max(len(rows) - 1, 1) for k, i in enumerate(rows)}
+    plt.rcParams["font.family"] = _font_family()
+    fig, ax = plt.subplots(figsize=(8, max(4, 0.32 * (span + 1) + 1.5)), dpi=150)
+    for h in heads:
+        for j, w in lines[h]:
+            ax.plot([0, 1], [yr[query], yk[j]], color=head_colour(h), alpha=max(0.05, min(1.0, w)), lw=2.5)
+    for i in rows:
+        ax.text(-0.03, yr[i], _short(row_tokens[i]), ha="right", va="center", fontsize=11,
+                color="#e15759" if i == query else "#222222", fontweight="bold" if i == query else "normal")
+    for j in keys:
+        ax.text(1.03, yk[j], _short(col_tokens[j]), ha="left", va="center", fontsize=11)
+    ax.legend(handles=[Line2D([0], [0], color=head_colour(h), lw=3, label=f"Head {h}") for h in heads],
+              loc="upper left", bbox_to_anchor=(1.25, 1.0), fontsize=9, frameon=False)
+    ax.set_xlim(-0.5, 1.5)
+    ax.set_ylim(-span - 0.8, 0.8)
+    ax.axis("off")
+    ax.set_title(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=13)
+    fig.tight_layout()
+    return fig

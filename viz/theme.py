@@ -1,0 +1,46 @@
+"""Plot sizes and fonts for normal and lecture (projector) mode, and safe text for plotly. No Streamlit here.
+
+Plotly renders a subset of HTML in titles, tick labels, hover text and annotations, so every user-derived string
+(tokens, the sentence) goes through `esc()` before it reaches a figure.
+"""
+
+from __future__ import annotations
+
+import html
+
+HEAD_COLOURS = [  # one colour per head (Tableau 10 + 2), repeated beyond 12 heads
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b",
+]
+
+
+def esc(text: object, limit: int = 40) -> str:
+    """Plain text for plotly: non-printables shown as \\xNN, shortened, HTML-escaped."""
+    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s, quote=False)
+
+
+def head_colour(h: int) -> str:
+    return HEAD_COLOURS[h % len(HEAD_COLOURS)]
+
+
+def rgba(hex_colour: str, alpha: float) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha:.2f})"
+
+
+def font_size(lecture: bool) -> int:
+    return 20 if lecture else 13
+
+
+def base_layout(lecture: bool, height: int, title: str = "") -> dict:
+    """Common plotly layout: font, height (x1.35 in lecture mode), margins, title."""
+    fs = font_size(lecture)
+    return dict(
+        height=int(height * (1.35 if lecture else 1.0)),
+        font=dict(size=fs),
+        title=dict(text=title, font=dict(size=fs + 3)),
+        margin=dict(l=10, r=10, t=60 if title else 20, b=10),
+    )

@@ -1,0 +1,174 @@
+"""Figure builders for the positional-encoding lab (no Streamlit here).
+
+Sinusoidal encoding of Vaswani et al. 2017, section 3.5 (the table itself comes
+from `model.positional.sinusoidal_table`):
+    PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
+It is *added* to the token embeddings X. The similarity matrix is S = PE PE^T
+(dot products of position vectors), or its cosine version. MiniLM instead
+learns one vector per position (BERT); both are shown side by side.
+
+Shapes: n positions, d d_model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from model.positional import sinusoidal_table
+from viz.heatmap import budget_factors, heatmap, pool_by, unique_labels
+
+MAX_POSITIONS = 2048
+MAX_D_MODEL = 1024
+
+
+def sinusoidal(n: int, d: int) -> np.ndarray:
+    """PE (n, d) float32 from the model's own formula."""
+    if not (1 <= n <= MAX_POSITIONS and 2 <= d <= MAX_D_MODEL):
+        raise ValueError(f"choose 1..{MAX_POSITIONS} positions and d_model 2..{MAX_D_MODEL}; got {n} x {d}")
+    return sinusoidal_table(n, d).numpy().astype(np.float32)
+
+
+def similarity(pe: np.ndarray, cosine: bool = False) -> np.ndarray:
+    """(n, d) -> (n, n): S[i, j] = PE_i · PE_j, or cos(PE_i, PE_j)."""
+    v = np.asarray(pe, dtype=np.float32)
+    if cosine:
+        v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return v @ v.T
+
+
+def pe_heatmap(pe: np.ndarray, *, title: str = "", big: bool = False, max_side: int = 384) -> go.Figure:
+    """The PE table: positions down, dimensions across, values in [-1, 1]."""
+    n, d = pe.shape
+    return heatmap(pe, [str(i) for i in range(n)], [str(j) for j in range(d)],
+                   title=title or f"Sinusoidal PE: {n} positions × {d} dims", colorscale="RdBu", zmin=-1, zmax=1,
+                   xlabel="dimension", ylabel="position", height=560, text_auto=False, big=big,
+                   max_side=max_side)
+
+
+def default_dims(d: int) -> list[int]:
+    """A fast sine/cosine pair, a middle pair and a slow pair."""
+    mid = (d // 4) // 2 * 2
+    picks = [0, 1, mid, mid + 1, d - 2, d - 1]
+    return sorted({min(max(p, 0), d - 1) for p in picks})
+
+
+def pe_curves(pe: np.ndarray, dims: list[int], *, big: bool = False) -> go.Figure:
+    """Selected columns of PE against position: even dims are sines, odd dims cosines."""
+    n, d = pe.shape
+    fig = go.Figure()
+    step = max(1, n // 1024)  # at most ~1024 points per curve
+    x = np.arange(0, n, step)
+    for j in dims:
+        if 0 <= j < d:
+            kind = "sin" if j % 2 == 0 else "cos"
+            wavelength = 2 * np.pi * 10000 ** ((j - j % 2) / d)
+            fig.add_trace(go.Scatter(x=x, y=pe[::step, j], mode="lines",
+                                     name=f"dim {j} ({kind}, wavelength {wavelength:,.1f})"))
+    fig.update_layout(title=f"PE columns against position (d_model = {d})", xaxis_title="position",
+                      yaxis_title="PE value", yaxis_range=[-1.1, 1.1], height=380 * (1.25 if big else 1),
+                      font={"size": 17 if big else 12}, legend={"orientation": "h", "y": -0.25},
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return fig
+
+
+def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, big: bool = False,
+                       max_side: int = 256) -> go.Figure:
+    n = sim.shape[0]
+    labels = [str(i) for i in range(n)]
+    kw = {"zmin": -1.0, "zmax": 1.0, "colorscale": "RdBu"} if cosine else {"colorscale": "Viridis"}
+    return heatmap(sim, labels, labels, title=title, xlabel="position", ylabel="position", height=520,
+                   text_auto=False, big=big, colorbar_title="cosine" if cosine else "dot product",
+                   max_side=max_side, **kw)
+
+
+def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
+                       title: str = "", big: bool = False) -> go.Figure:
+    """X, PE and X + PE (and the token-type rows when the model has them) side by side, one row per token,
+    on one symmetric colour scale so the addition can be read cell by cell."""
+    keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
+    labels = labels or {}
+    names = [labels.get(k, k) for k in keys]
+    fr, fc = budget_factors(parts[keys[0]].shape, 256)
+    mats = [pool_by(parts[k], fr, fc) for k in keys]  # (n', d') each
+    lim = float(max(np.percentile(np.abs(m), 99.5) for m in mats)) or 1.0
+    rows = unique_labels(tokens, parts[keys[0]].shape[0])
+    rows = rows[::fr]
+    fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, subplot_titles=names, horizontal_spacing=0.02)
+    for c, m in enumerate(mats, start=1):
+        fig.add_trace(go.Heatmap(z=m, y=rows, colorscale="RdBu", zmin=-lim, zmax=lim, zmid=0, showscale=c == len(mats),
+                                 hovertemplate="%{y}<br>dim %{x}<br>%{z:.4f}<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(title_text="dimension", row=1, col=c)
+    fig.update_yaxes(type="category", autorange="reversed", row=1, col=1)
+    fig.update_layout(title=title, height=int(min(760, max(300, 22 * len(rows) + 160)) * (1.25 if big else 1)),
+                      font={"size": 17 if big else 12}, margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    return fig
+
+
+def fallback_encoder_decoder(load, names=("seq2seq-tiny", "paper-base")):
+    """The first encoder-decoder model that loads: (loaded, note). `load(name)` -> LoadedModel.
+    seq2seq-tiny may be missing while its checkpoint is being trained; paper-base always loads."""
+    from model.errors import HeadlightError
+
+    errors = []
+    for name in names:
+        try:
+            loaded = load(name)
+        except (HeadlightError, ImportError, OSError) as e:
+            errors.append(f"{name}: {e}")
+            continue
+        note = None if loaded.trained else (
+            f"{name} has random, untrained weights: its shapes and masks are real, its numbers are not learned"
+            + (f" ({errors[0].split(':')[0]} is not available)." if errors else "."))
+        return loaded, note
+    raise RuntimeError("no encoder-decoder model could be loaded: " + "; ".join(errors))
+
+
+# ---- matplotlib figures for export (slides) ----------------------------------------------------------------
+
+
+def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = ""):
+    """Matplotlib version of `pe_curves`, for PNG / SVG / PDF export."""
+    import matplotlib.pyplot as plt
+
+    n, d = pe.shape
+    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=150)
+    for j in dims:
+        if 0 <= j < d:
+            ax.plot(np.arange(n), pe[:, j], label=f"dim {j} ({'sin' if j % 2 == 0 else 'cos'})", linewidth=2)
+    ax.set_xlabel("position", fontsize=13)
+    ax.set_ylabel("PE value", fontsize=13)
+    ax.set_ylim(-1.1, 1.1)
+    ax.legend(fontsize=11, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.set_title(title or f"Sinusoidal PE columns (d_model = {d})", fontsize=15)
+    fig.tight_layout()
+    return fig
+
+
+def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
+                    title: str = "", subtitle: str = ""):
+    """Matplotlib version of `embedding_triptych`: X, PE, (token type), X + PE on one colour scale."""
+    import matplotlib.pyplot as plt
+
+    from viz.export import _font_family, _short
+
+    keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
+    labels = labels or {}
+    lim = float(max(np.percentile(np.abs(parts[k]), 99.5) for k in keys)) or 1.0
+    n = parts[keys[0]].shape[0]
+    plt.rcParams["font.family"] = _font_family()
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), min(14, max(4.5, 0.3 * n + 2))), dpi=150,
+                             sharey=True)
+    step = max(1, -(-n // 60))
+    for ax, k in zip(np.atleast_1d(axes), keys):
+        im = ax.imshow(parts[k], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+        ax.set_title(labels.get(k, k), fontsize=13)
+        ax.set_xlabel("dimension", fontsize=12)
+    first = np.atleast_1d(axes)[0]
+    first.set_yticks(range(0, n, step), [_short(tokens[i]) for i in range(0, n, step)],
+                     fontsize=max(6, min(12, 300 / max(n // step, 1))))
+    fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
+    fig.suptitle(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=15)
+    return fig

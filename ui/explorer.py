@@ -108,18 +108,26 @@ def _mpl_text(s: str) -> str:
     return s.replace("$", r"\$")  # matplotlib would read $...$ as math
 
 
-def _select_from_grid() -> None:
-    """Grid click -> layer/head (a callback, so it runs before the sidebar draws)."""
-    state = st.session_state.get(K_GRID)
-    points = (state or {}).get("selection", {}).get("points", []) if isinstance(state, dict) else \
-        getattr(getattr(state, "selection", None), "points", [])
+def head_from_selection(state) -> tuple[int, int] | None:
+    """(layer, head) of the first clicked marker in a plotly_chart selection state, else None."""
+    sel = state.get("selection") if isinstance(state, dict) else getattr(state, "selection", None)
+    points = (sel.get("points") if isinstance(sel, dict) else getattr(sel, "points", None)) or []
     for p in points:
         cd = p.get("customdata") if isinstance(p, dict) else None
-        if cd and len(cd) >= 2:
-            st.session_state[K_LAYER] = int(cd[0])
-            if st.session_state.get(K_MODE, "head") == "head" or st.session_state.get(K_COLOUR, "thumbs") != "thumbs":
-                st.session_state[K_HEAD] = int(cd[1])
-            return
+        if cd is not None and len(cd) >= 2:
+            return int(cd[0]), int(cd[1])
+    return None
+
+
+def _select_from_grid() -> None:
+    """Grid click -> layer/head (a callback, so it runs before the sidebar draws on the rerun)."""
+    picked = head_from_selection(st.session_state.get(K_GRID))
+    if picked is None:
+        return
+    ss = st.session_state
+    ss[K_LAYER] = picked[0]
+    if ss.get(K_MODE, "head") == "head" or ss.get(K_COLOUR, "thumbs") != "thumbs":
+        ss[K_HEAD] = picked[1]
 
 
 def one_head(view: View, d: Derived, mode: str) -> None:

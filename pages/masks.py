@@ -10,6 +10,7 @@ from ui.downloads import download_buttons
 from ui.state import get_model, sidebar
 from viz import masks as vm
 from viz.export import heatmap_figure
+from viz.heatmap import mpl_plain
 from viz.positional import fallback_encoder_decoder
 
 st.session_state.setdefault("mask_second", "that is not")
@@ -38,7 +39,7 @@ def draw_stages(prefix, stages, rows, cols, title, text):
             mat = stages["weights"] if name == "weights" else stages["scaled" if name == "masked" else name]
             masked = ~stages["mask"] if name == "masked" else None
             download_buttons(f"{prefix}-{name}", lambda m=mat, k=masked, n=name: heatmap_figure(
-                m, rows, cols, title=f"{n} · {title}", subtitle=text, masked=k, cmap="viridis"), mat, rows, cols,
+                m, rows, cols, title=f"{n} · {title}", subtitle=mpl_plain(text), masked=k, cmap="viridis"), mat, rows, cols,
                 f"{prefix}-{name}")
     c = vm.stage_checks(stages)
     st.success(f"Every row of the weights sums to 1 (worst error {c['max_row_sum_error']:.1e}); the "
@@ -84,7 +85,7 @@ else:
         with col:
             st.plotly_chart(vm.mask_heatmap(ex[name], words, words, title=title, big=view.lecture), key=f"ex_{name}")
             download_buttons(f"mask-{name}", lambda m=ex[name], t=title: heatmap_figure(
-                m.astype(float), words, words, title=t, subtitle=sentence, vmin=0, vmax=1), ex[name].astype(int),
+                m.astype(float), words, words, title=t, subtitle=mpl_plain(sentence), vmin=0, vmax=1), ex[name].astype(int),
                 words, words, f"mask-{name}")
 
     st.subheader("On a real decoder: masked self-attention")

@@ -9,7 +9,7 @@ from ui.downloads import download_buttons
 from ui.state import get_model, sidebar
 from viz import positional as vp
 from viz.export import heatmap_figure
-from viz.heatmap import pooling_note
+from viz.heatmap import mpl_plain, pooling_note
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -93,7 +93,7 @@ else:
             if name != "minilm-l6" and note:
                 st.caption(note)
             download_buttons(f"pe-parts-{name}", lambda p=parts, t=tokens, m=name: vp.triptych_figure(
-                p, t, labels=labels[m], title=f"{m}: X, PE, X + PE", subtitle=view.text),
+                p, t, labels=labels[m], title=f"{m}: X, PE, X + PE", subtitle=mpl_plain(view.text)),
                 parts["sum"], tokens, None, f"{name}-x-plus-pe")
 
 st.subheader("Learned (MiniLM) versus fixed (sinusoidal) positions")

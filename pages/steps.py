@@ -11,6 +11,7 @@ from model.trace import BLOCK_LABELS
 from ui.downloads import download_buttons
 from ui.state import require_trace, sidebar
 from viz.export import heatmap_figure
+from viz.heatmap import mpl_plain
 from viz.steps import build_stages, stage_figure
 
 
@@ -29,7 +30,7 @@ def draw(stage) -> None:
     st.plotly_chart(stage_figure(stage, big=view.lecture), key=f"step_{stage.key}")
     title = f"{view.model_name} · {BLOCK_LABELS[view.block]} · {view.label} · {stage.title} ({stage.shape})"
     download_buttons(f"step-{stage.key}", lambda: heatmap_figure(
-        stage.matrix, stage.rows, stage.cols, title=title, subtitle=view.text, masked=stage.masked,
+        stage.matrix, stage.rows, stage.cols, title=title, subtitle=mpl_plain(view.text), masked=stage.masked,
         cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r", xlabel=stage.xlabel, ylabel=stage.ylabel),
         stage.matrix, stage.rows, stage.cols, f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}")
 

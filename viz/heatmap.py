@@ -157,3 +157,8 @@ def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE) -> str | None
     return (f"The {shape[0]} × {shape[1]} matrix is shown averaged over blocks of {fr} × {fc} cells "
             f"({math.ceil(shape[0] / fr)} × {math.ceil(shape[1] / fc)}) to keep the page fast; "
             "the export buttons give the full numbers.")
+
+
+def mpl_plain(text: str) -> str:
+    """User text for a matplotlib title: '$' escaped so it is never parsed as mathtext ("$\\frac$" would raise)."""
+    return str(text).replace("$", r"\$")

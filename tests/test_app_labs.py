@@ -1,0 +1,158 @@
+"""AppTest of the positional-encoding lab, the mask lab and the step-by-step page, through app.py (so the shared
+sidebar and the error boundary are real): the default sentence, a 512-token text, hostile inputs, and widgets
+changed by key change what is drawn."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGES = ["pages/positional.py", "pages/masks.py", "pages/steps.py"]
+HOSTILE = {
+    "empty": "",
+    "whitespace": "   \n\t ",
+    "script": "<script>alert(1)</script>",
+    "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
+    "emoji": "The 🐶 didn't cross 🚗🚗 because it was 😴",
+    "rtl": "لم يعبر الحيوان الشارع لأنه كان متعبا החיה לא חצתה",
+    "zero_width_control": "it\u200bwas\u200d tired\x00\x07 ok $\\frac$",
+}
+
+
+def _page(page: str, **state) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.switch_page(page)
+    return at.run()
+
+
+def _charts(at) -> list[str]:
+    """Each chart's spec as JSON text with characters unescaped (plotly writes < as \\u003c)."""
+    return [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
+
+
+def _ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page,n_charts", [("pages/positional.py", 9), ("pages/masks.py", 11),
+                                           ("pages/steps.py", 14)])
+def test_default_sentence(page, n_charts):
+    at = _page(page)
+    _ok(at)
+    assert len(_charts(at)) == n_charts
+    assert at.get("popover"), "every figure has an Export popover"
+
+
+def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
+    at = _page("pages/positional.py")
+    assert "50 positions × 128 dims" in _charts(at)[0]  # the lecture's own example
+    at.slider(key="pe_n").set_value(2048)
+    at.slider(key="pe_d").set_value(1024)
+    at.run()
+    _ok(at)
+    charts = _charts(at)
+    assert "2048 positions × 1024 dims" in charts[0] and "averaged" in charts[0]
+    assert any("averaged" in c.value for c in at.caption)
+    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 4_000_000
+    at.slider(key="pe_d").set_value(4).run()  # dims chosen for d = 1024 must not break a smaller d
+    _ok(at)
+    assert set(at.session_state["pe_dims"]) <= {0, 1, 2, 3}
+
+
+def test_positional_cosine_toggle_and_curve_dims():
+    at = _page("pages/positional.py")
+    before = _charts(at)
+    at.toggle(key="pe_cosine").set_value(True)
+    at.multiselect(key="pe_dims").set_value([4, 5]).run()
+    _ok(at)
+    after = _charts(at)
+    assert after[2] != before[2] and "cosine" in after[2]
+    assert '"dim 4 (sin' in after[1] and "dim 0 " not in after[1]
+
+
+def test_positional_shows_both_models_for_the_sentence():
+    at = _page("pages/positional.py")
+    charts = _charts(at)
+    assert any("X: word embeddings" in c for c in charts)
+    assert any("PE: sinusoidal" in c for c in charts)
+    assert any("MiniLM learned" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
+
+
+@pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7)])
+def test_masks_layer_and_head_change_the_stages(key, value):
+    at = _page("pages/masks.py")
+    before = _charts(at)
+    at.selectbox(key=key).set_value(value).run()
+    _ok(at)
+    after = _charts(at)
+    assert after[0] == before[0]  # the batch's padding mask does not depend on the head
+    assert after[1] != before[1] and after[3] != before[3]  # raw scores and weights do
+    assert (f"Layer {value}" if key == "layer" else f"Head {value}") in after[1]
+
+
+def test_masks_presets_and_pad_column_is_exactly_zero():
+    at = _page("pages/masks.py")
+    at.button(key="mask_preset_pad").click().run()
+    _ok(at)
+    assert at.session_state["text"] == "this is my car" and at.session_state["mask_second"] == "that is not"
+    batch = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert batch["text"][1] == ["[CLS]", "that", "is", "not", "[SEP]", "[PAD]"]
+    assert any("sums to 1" in s.value and "weight 0.0 exactly" in s.value for s in at.success)
+    at.number_input(key="mask_pads").set_value(3).run()
+    _ok(at)
+    assert any("[PAD] [PAD] [PAD]" in c.value for c in at.caption)  # the decoder input, padded
+    at.button(key="mask_preset_sam").click().run()
+    assert at.session_state["mask_lookahead"] == "I am sam" and at.session_state["mask_pads"] == 1
+
+
+@pytest.mark.parametrize("key,value", [("layer", 4), ("head", 9)])
+def test_steps_layer_and_head_change_every_stage(key, value):
+    at = _page("pages/steps.py")
+    before = _charts(at)
+    at.selectbox(key=key).set_value(value).run()
+    _ok(at)
+    after = _charts(at)
+    changed = [a != b for a, b in zip(after, before)]
+    assert changed[0] == (key == "layer")  # X is the layer's input: the same for every head
+    assert sum(changed) >= 10
+    assert any(f"{'Layer 4 · Head 0' if key == 'layer' else 'Layer 0 · Head 9'}" in c.value for c in at.caption)
+    assert any("largest difference" in s.value for s in at.success)
+
+
+def test_steps_encoder_decoder_blocks():
+    at = _page("pages/steps.py", model="paper-base")
+    _ok(at)
+    for block in ("decoder_self", "cross"):
+        at.radio(key="block").set_value(block).run()
+        _ok(at)
+        assert any("largest difference" in s.value for s in at.success)
+    assert "M: encoder output" in " ".join(_charts(at))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_512_token_text(page):
+    at = _page(page, text="word " * 600)
+    _ok(at)
+    assert any("only the first 512" in w.value for w in at.warning)
+    assert at.get("plotly_chart")
+    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 5_000_000
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_hostile_inputs(page):
+    at = _page(page)
+    for name, text in HOSTILE.items():
+        at.sidebar.text_area(key="text").input(text).run()
+        _ok(at)
+        charts = "".join(_charts(at))
+        if name in ("empty", "whitespace"):
+            assert any("Type a sentence" in i.value for i in at.info), name
+            continue
+        assert charts or page == "pages/positional.py", name
+        if name == "script":
+            assert "<script" not in charts

@@ -47,21 +47,37 @@ def scaled_dot_product_attention(
 ):
     """Return ``(output, weights)``, or the full :class:`AttentionStages` when asked."""
     scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = torch.matmul(q, k.transpose(-2, -1))  # (b, h, n, m)
-    scaled = scores * scale
+    if return_stages:
+        return _stages(q, k, v, mask, scale)
+    # Fast path, same numbers up to float rounding: scale Q (n x k) rather than the
+    # scores (n x m), and reuse the one (b, h, n, m) buffer for the mask and the
+    # softmax, so each call allocates a single score-sized tensor (the weights).
+    scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (b, h, n, m), already / sqrt(d_k)
     if mask is not None:
         # dtype-min rather than -inf: identical after softmax (exp underflows to
         # exactly 0) but a row with every key blocked can never turn into NaN.
-        logits = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min)
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    if scores.requires_grad:
+        weights = scores.softmax(dim=-1)  # (b, h, n, m)
     else:
-        logits = scaled
-    weights = logits.softmax(dim=-1)  # (b, h, n, m)
+        weights = torch.softmax(scores, dim=-1, out=scores)  # in place: no autograd graph to keep
     if dropout > 0.0:
         weights = F.dropout(weights, dropout, training=True)
     output = torch.matmul(weights, v)  # (b, h, n, k)
-    if not return_stages:
-        return output, weights
-    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+    return output, weights
+
+
+def _stages(q, k, v, mask, scale) -> AttentionStages:
+    """The lecture's walk-through, one named tensor per stage (no dropout)."""
+    scores = torch.matmul(q, k.transpose(-2, -1))  # (b, h, n, m)
+    scaled = scores * scale
+    if mask is not None:
+        logits = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min)
+        masked = scaled.masked_fill(~mask, float("-inf"))
+    else:
+        logits = masked = scaled
+    weights = logits.softmax(dim=-1)  # (b, h, n, m)
+    output = torch.matmul(weights, v)  # (b, h, n, k)
     return AttentionStages(scores=scores, scaled=scaled, masked=masked, weights=weights, output=output)
 
 
@@ -85,10 +101,6 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(config.d_model, 3 * config.d_model)
         self.out_proj = nn.Linear(config.d_model, config.d_model)  # W_O
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, _ = x.shape
-        return x.view(b, n, self.n_heads, -1).transpose(1, 2)  # (b, n, d) -> (b, h, n, k)
-
     def forward(
         self,
         x: torch.Tensor,  # (b, n, d) queries come from here
@@ -97,17 +109,18 @@ class MultiHeadAttention(nn.Module):
         *,
         record: bool = False,
     ) -> AttentionResult:
-        d = self.d_model
+        d, h = self.d_model, self.n_heads
+        b, n, _ = x.shape
+        w, bias = self.in_proj.weight, self.in_proj.bias
         if memory is None:
-            q, k, v = F.linear(x, self.in_proj.weight, self.in_proj.bias).split(d, dim=-1)
+            qkv = F.linear(x, w, bias).view(b, n, 3, h, -1)  # (b, n, 3, h, k): one matmul for Q, K, V
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (b, h, n, k), views
         else:
-            w, bias = self.in_proj.weight, self.in_proj.bias
-            q = F.linear(x, w[:d], bias[:d])
-            k, v = F.linear(memory, w[d:], bias[d:]).split(d, dim=-1)
-        q, k, v = self._split(q), self._split(k), self._split(v)  # (b, h, *, k)
+            q = F.linear(x, w[:d], bias[:d]).view(b, n, h, -1).transpose(1, 2)  # (b, h, n, k)
+            kv = F.linear(memory, w[d:], bias[d:]).view(b, memory.shape[1], 2, h, -1)  # (b, m, 2, h, k)
+            k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x (b, h, m, k)
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p)
-        b, _, n, _ = out.shape
         z = out.transpose(1, 2).reshape(b, n, d)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d)
         rec = {"q": q, "k": k, "v": v, "z": z} if record else None

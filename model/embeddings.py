@@ -62,4 +62,4 @@ class Embedding(nn.Module):
         x = self.parts(ids, type_ids)["sum"]
         if self.norm is not None:
             x = self.norm(x)
-        return self.drop(x)
+        return self.drop(x) if self.training and self.drop.p > 0 else x  # identity in eval: skip the call

@@ -34,7 +34,17 @@ class FeedForward(nn.Module):
         return self.linear2(self.act(self.linear1(x)))
 
 
-class EncoderLayer(nn.Module):
+class _Residual(nn.Module):
+    """Shared by both layer types: Dropout on a sublayer output, skipped outright in
+    eval mode (where it is the identity) to save a module call per sublayer."""
+
+    drop: nn.Dropout
+
+    def _drop(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(x) if self.training and self.drop.p > 0 else x
+
+
+class EncoderLayer(_Residual):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config)
@@ -46,12 +56,12 @@ class EncoderLayer(nn.Module):
     def forward(self, x, mask=None, *, record=False):
         """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult})"""
         a = self.self_attn(x, mask=mask, record=record)
-        x = self.norm1(x + self.drop(a.output))  # Add & Norm
-        x = self.norm2(x + self.drop(self.ffn(x)))  # Add & Norm
+        x = self.norm1(x + self._drop(a.output))  # Add & Norm
+        x = self.norm2(x + self._drop(self.ffn(x)))  # Add & Norm
         return x, {"self": a}
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Residual):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config)  # masked: padding + look-ahead
@@ -65,10 +75,10 @@ class DecoderLayer(nn.Module):
     def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False):
         """x (b, n, d), memory (b, m, d) -> (x, {"self": ..., "cross": ...})"""
         a = self.self_attn(x, mask=self_mask, record=record)
-        x = self.norm1(x + self.drop(a.output))
+        x = self.norm1(x + self._drop(a.output))
         c = self.cross_attn(x, memory, mask=memory_mask, record=record)
-        x = self.norm2(x + self.drop(c.output))
-        x = self.norm3(x + self.drop(self.ffn(x)))
+        x = self.norm2(x + self._drop(c.output))
+        x = self.norm3(x + self._drop(self.ffn(x)))
         return x, {"self": a, "cross": c}
 
 

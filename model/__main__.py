@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .errors import HeadlightError
 from .registry import DEFAULT_MODEL, REGISTRY, get_spec, load_model
+from .tokenizer import check_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.text is None:
             raise HeadlightError("give a sentence to run, e.g. python -m model \"I am good\"")
+        check_text(args.text)  # fail fast, before loading any weights
+        if args.pair is not None:
+            check_text(args.pair)
+        if args.out and Path(args.out).suffix.lower() not in (".npz", ".json"):
+            raise HeadlightError(f"unknown trace format {Path(args.out).suffix!r}: use .npz or .json")
         spec = get_spec(args.model)
         model = load_model(spec.name, args.device)
         kw = {}
@@ -81,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (HeadlightError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. --out into a folder that does not exist
+        print(f"error: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
 
 

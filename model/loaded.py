@@ -15,7 +15,6 @@ from torch import nn
 
 from .bert import BertEncoder
 from .config import TransformerConfig
-from .masks import causal_mask
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
 from .transformer import Transformer
@@ -175,7 +174,6 @@ class Seq2SeqModel(LoadedModel):
             logits = out.logits[0].float().log_softmax(-1)  # (T, V)
         tok = self.tokenizer.id_to_token
         specials = {self.bos_id, self.eos_id, self.config.pad_id}
-        n, t = len(enc.ids), len(dec_in)
         return AttentionTrace(
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
@@ -185,8 +183,9 @@ class Seq2SeqModel(LoadedModel):
             target_special=[i in specials for i in dec_in],
             decoder_self_attention=_stack(out.decoder.self_attention),
             cross_attention=_stack(out.decoder.cross_attention),
-            masks={"source_padding": np.ones(n, dtype=bool),
-                   "decoder_self": _np(causal_mask(t)).astype(bool)},
+            # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
+            masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
+                   "decoder_self": _np(out.tgt_mask[0, 0]).astype(bool)},  # (T, T): look-ahead AND padding
             truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.encoder.hidden_states])) if intermediates else None,
             decoder_hidden_states=_np(torch.stack([h[0] for h in out.decoder.hidden_states])) if intermediates else None,
@@ -194,5 +193,5 @@ class Seq2SeqModel(LoadedModel):
                   "generated_tokens": [tok(i) for i in generated],
                   "output_text": self.tokenizer.decode(generated),
                   "teacher_forced": target is not None,
-                  "step_logprobs_of_generated": [float(logits[i, y]) for i, y in enumerate(generated[:t])]},
+                  "step_logprobs_of_generated": [float(logits[i, y]) for i, y in enumerate(generated[: len(dec_in)])]},
         )

@@ -38,7 +38,7 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
             _check_layer(layer, len(layers))
             x = torch.as_tensor(trace.encoder_hidden_states[layer]).to(loaded.device)[None]  # (1, n, d)
             memory = None
-            mask = None  # a single sentence: every key may be attended
+            mask = _key_mask(trace, loaded.device)  # (1, n): a typed pad token is blocked as the model blocks it
             mha = layers[layer].self_attn
         else:
             if trace.decoder_hidden_states is None or trace.encoder_hidden_states is None:
@@ -48,15 +48,18 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
             dl = layers[layer]
             x = torch.as_tensor(trace.decoder_hidden_states[layer]).to(loaded.device)[None]  # (1, n, d)
             t = x.shape[1]
-            causal = torch.ones(t, t, dtype=torch.bool, device=loaded.device).tril()
+            self_mask = trace.masks.get("decoder_self")  # (T, T) look-ahead AND padding, as the model used it
+            if self_mask is None:
+                self_mask = np.tril(np.ones((t, t), dtype=bool))
+            self_mask = torch.as_tensor(np.asarray(self_mask, dtype=bool), device=loaded.device)
             if block == "decoder_self":
-                memory, mask, mha = None, causal, dl.self_attn
+                memory, mask, mha = None, self_mask, dl.self_attn
             elif block == "cross":
                 # the cross-attention query input is the decoder state after the masked self-attention sublayer
-                a = dl.self_attn(x, mask=causal)
+                a = dl.self_attn(x, mask=self_mask)
                 x = dl.norm1(x + a.output)
                 memory = torch.as_tensor(trace.encoder_hidden_states[-1]).to(loaded.device)[None]  # (1, m, d)
-                mask, mha = None, dl.cross_attn
+                mask, mha = _key_mask(trace, loaded.device), dl.cross_attn
             else:
                 raise ValueError(f"unknown block {block!r}")
         P = mha.projection_matrices()
@@ -71,7 +74,7 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
         Z_all = st.output.transpose(0, 1).reshape(x.shape[1], cfg.d_model)  # (n, d) Concat(head_1..head_h)
         output = Z_all @ P["W_O"] + P["b_O"]  # (n, d)
         n, m = x.shape[1], src.shape[1]
-        full_mask = (mask if mask is not None else torch.ones(n, m, dtype=torch.bool)).expand(n, m)
+        full_mask = (mask if mask is not None else torch.ones(n, m, dtype=torch.bool, device=x.device)).expand(n, m)
         out = {
             "X": x[0], "memory": src[0] if memory is not None else None,
             "W_Q": P["W_Q"][:, cols], "W_K": P["W_K"][:, cols], "W_V": P["W_V"][:, cols],
@@ -83,6 +86,14 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
         }
         return {k: v.detach().float().cpu().numpy() if v.dtype != torch.bool else v.cpu().numpy()
                 for k, v in out.items() if v is not None}
+
+
+def _key_mask(trace: AttentionTrace, device) -> torch.Tensor | None:
+    """(1, m) keys of the source that may be attended (False for pad ids), or None when all may."""
+    keep = trace.masks.get("source_padding")
+    if keep is None or np.asarray(keep).all():
+        return None
+    return torch.as_tensor(np.asarray(keep, dtype=bool), device=device)[None]
 
 
 def _check_layer(layer: int, n: int) -> None:

@@ -5,12 +5,14 @@ and truncation at 128; padding is switched off and truncation set to the model's
 positions (512), and truncation is reported to the caller. It lowercases, strips
 accents, splits "didn't" into `didn ' t` and adds [CLS]/[SEP].
 
-Words are grouped from character offsets: tokens whose spans touch (no gap of
-whitespace between them) form one word, so `didn ' t` shows as "didn't".
+Words are grouped from character offsets: tokens whose spans touch or overlap (no
+gap of whitespace between them) form one word, so `didn ' t` shows as "didn't"
+and the jamo pieces of a Korean word stay one word.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +42,8 @@ class Encoded:
             if w >= 0:
                 piece = tok[2:] if tok.startswith("##") else tok
                 out[w] = out.get(w, "") + piece
-        return [out[w] for w in sorted(out)]
+        # NFC: the normaliser splits Hangul syllables into jamo (NFD); recompose them for display
+        return [unicodedata.normalize("NFC", out[w]) for w in sorted(out)]
 
 
 def check_text(text: str) -> str:
@@ -52,15 +55,21 @@ def check_text(text: str) -> str:
 
 
 def group_words(offsets, special, sequence_ids) -> list[int]:
+    """A new word starts after a gap (start > end of the previous token) or in a new
+    sequence. Pieces of one character share its span (Korean syllables split into
+    jamo: "나" -> "ᄂ", "##ᅡ" both (0, 1)), so overlapping spans stay in one word."""
     word_ids, word, prev_end, prev_seq = [], -1, None, None
     for (start, end), is_special, seq in zip(offsets, special, sequence_ids):
         if is_special:
             word_ids.append(-1)
             continue
-        if prev_end is None or start != prev_end or seq != prev_seq:
+        if prev_end is None or start > prev_end or seq != prev_seq:
             word += 1
+            prev_end = end
+        else:
+            prev_end = max(prev_end, end)
         word_ids.append(word)
-        prev_end, prev_seq = end, seq
+        prev_seq = seq
     return word_ids
 
 

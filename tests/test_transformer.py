@@ -1,0 +1,149 @@
+"""The encoder-decoder Transformer: the lecture's shapes (paper-base), greedy
+decoding, and a few training steps on the tiny preset (differentiable end to end)."""
+
+import numpy as np
+import pytest
+import torch
+
+from model.config import PRESETS, TransformerConfig, preset
+from model.layers import DecoderLayer, EncoderLayer
+from model.steps import attention_steps
+from model.transformer import Transformer
+
+
+def test_paper_base_has_the_papers_shapes(paper_base):
+    cfg = paper_base.config
+    assert (cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_ff) == (512, 8, 64, 2048)
+    assert (cfg.n_encoder_layers, cfg.n_decoder_layers) == (6, 6)
+    assert cfg.positional == "sinusoidal" and cfg.dropout == 0.1
+    m = paper_base.module
+    assert len(m.encoder.layers) == 6 and len(m.decoder.layers) == 6
+    layer = m.encoder.layers[0]
+    P = layer.self_attn.projection_matrices()
+    assert P["W_Q"].shape == (512, 512) and P["W_O"].shape == (512, 512)
+    assert layer.ffn.linear1.weight.shape == (2048, 512) and layer.ffn.linear2.weight.shape == (512, 2048)
+    assert not paper_base.trained and paper_base.kind == "encoder-decoder"
+    assert not m.training  # loaded in eval mode: no dropout in traces
+
+
+def test_i_am_good_gives_q_k_v_of_n_by_64(paper_base):
+    tr = paper_base.trace("I am good", intermediates=True, max_new_tokens=4)
+    n = len(tr.source_tokens)
+    assert tr.source_tokens == ["[CLS]", "i", "am", "good", "[SEP]"]
+    assert tr.encoder_hidden_states.shape == (7, n, 512)
+    st = attention_steps(paper_base, tr, "encoder", layer=0, head=0)
+    assert st["X"].shape == (n, 512)
+    for name in ("W_Q", "W_K", "W_V"):
+        assert st[name].shape == (512, 64)
+    for name in ("Q", "K", "V", "Z"):
+        assert st[name].shape == (n, 64)
+    assert st["scores"].shape == (n, n) and st["Z_all"].shape == (n, 512) and st["output"].shape == (n, 512)
+    assert tr.encoder_attention.shape == (6, 8, n, n)
+    t = len(tr.target_tokens)
+    assert tr.decoder_self_attention.shape == (6, 8, t, t)
+    assert tr.cross_attention.shape == (6, 8, t, n)
+
+
+def test_greedy_decoding_produces_tokens(paper_base):
+    tr = paper_base.trace("I am good", max_new_tokens=5)
+    gen = tr.meta["generated_tokens"]
+    assert 1 <= len(gen) <= 5 and all(isinstance(t, str) and t for t in gen)
+    assert tr.target_tokens[0] == "[CLS]"  # <bos>
+    assert tr.target_ids[1:] == [paper_base.tokenizer.token_to_id(t) for t in gen][: len(tr.target_ids) - 1]
+    # the trace replays decoding: greedy_decode on the module gives the same ids
+    src = torch.tensor([tr.source_ids])
+    ys = paper_base.module.greedy_decode(src, paper_base.bos_id, paper_base.eos_id, 5)[0].tolist()
+    assert ys[1:] == [paper_base.tokenizer.token_to_id(t) for t in gen]
+    # deterministic: the untrained weights come from a fixed seed
+    assert paper_base.trace("I am good", max_new_tokens=5).meta["generated_tokens"] == gen
+
+
+def test_decoding_stops_at_eos_and_pads_finished_rows():
+    cfg = PRESETS["tiny"]
+    torch.manual_seed(0)
+    model = Transformer(cfg).eval()
+    src = torch.tensor([[3, 4, 5], [6, 7, 0]])
+    bos = 1
+    # make every step predict token 2 (eos): the generator's bias dominates
+    with torch.no_grad():
+        model.generator.bias.zero_()
+        model.generator.bias[2] = 1e4
+    ys = model.greedy_decode(src, bos, 2, max_len=10)
+    assert ys.tolist() == [[1, 2], [1, 2]]
+
+
+def test_greedy_step_equals_teacher_forced_row(paper_base):
+    """Because of the look-ahead mask, decoding step t sees exactly row t of the full pass."""
+    m = paper_base.module
+    src = torch.tensor([[101, 1045, 2572, 2204, 102]])
+    tgt = torch.tensor([[101, 7, 8, 9]])
+    with torch.inference_mode():
+        full = m(src, tgt).logits
+        for t in range(1, 5):
+            step = m(src, tgt[:, :t]).logits[:, -1]
+            torch.testing.assert_close(step, full[:, t - 1], atol=1e-4, rtol=1e-4)
+
+
+def test_tiny_preset_trains():
+    cfg = preset("tiny")
+    torch.manual_seed(0)
+    model = Transformer(cfg).train()
+    # copy task on a fixed small batch: tgt_in = <bos> + src, tgt_out = src + <eos>
+    src = torch.randint(3, cfg.vocab_size, (8, 6))
+    bos, eos = 1, 2
+    tgt_in = torch.cat([torch.full((8, 1), bos), src], 1)
+    tgt_out = torch.cat([src, torch.full((8, 1), eos)], 1)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):
+        logits = model(src, tgt_in).logits  # (b, n, V)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, cfg.vocab_size), tgt_out.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        # every parameter receives a gradient: differentiable end to end
+        if not losses:
+            assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.7 * losses[0]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+
+
+def test_tied_embeddings_share_one_matrix():
+    model = Transformer(PRESETS["tiny"])
+    assert model.tgt_embed.token.weight is model.src_embed.token.weight
+    assert model.generator.weight is model.src_embed.token.weight
+    untied = Transformer(PRESETS["tiny"].replace(tie_embeddings=False))
+    assert untied.generator.weight is not untied.src_embed.token.weight
+
+
+def test_post_ln_layer_structure():
+    """Add & Norm: each sublayer output is LayerNorm(x + Sublayer(x)); rows are normalised."""
+    cfg = PRESETS["tiny"]
+    torch.manual_seed(0)
+    enc, dec = EncoderLayer(cfg).eval(), DecoderLayer(cfg).eval()
+    x, mem = torch.randn(2, 5, cfg.d_model), torch.randn(2, 7, cfg.d_model)
+    with torch.no_grad():
+        y, attn = enc(x)
+        a = enc.self_attn(x).output
+        h = enc.norm1(x + a)
+        torch.testing.assert_close(y, enc.norm2(h + enc.ffn(h)))
+        z, attn2 = dec(x, mem)
+    assert attn["self"].weights.shape == (2, 2, 5, 5)
+    assert attn2["cross"].weights.shape == (2, 2, 5, 7)
+    # gamma = 1 and beta = 0 at init: every row has mean 0 and variance 1
+    torch.testing.assert_close(y.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(2, 5), atol=1e-3, rtol=0)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="divisible"):
+        TransformerConfig(d_model=10, n_heads=3)
+    with pytest.raises(ValueError, match="known presets"):
+        preset("gpt-9")
+    cfg = PRESETS["paper-base"]
+    assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown config fields"):
+        TransformerConfig.from_dict({"d_model": 8, "colour": "red"})
+    with pytest.raises(ValueError, match="n_decoder_layers"):
+        Transformer(PRESETS["minilm-l6"])

@@ -81,6 +81,9 @@ def block_metrics(model: str, device: str, text: str, block: str) -> dict[str, n
 
 def options(view: View) -> tuple[str, bool, bool]:
     """The explorer's option row; values persist across page switches."""
+    for k in (K_MODE, K_HIDE, K_MERGE, K_COLOUR):  # re-assert, or a page switch would reset them
+        if k in st.session_state:
+            st.session_state[k] = st.session_state[k]
     c1, c2, c3 = st.columns([2.2, 1.3, 1.3])
     modes = list(MODES) if view.block != "cross" else ["head", "mean"]
     if st.session_state.get(K_MODE) not in modes:

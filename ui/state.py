@@ -50,6 +50,7 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET = (
     "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset")
 _URL_DONE, _URL_NOTICES, _PENDING, _TRACE_KEY = "_hl_url_done", "_hl_url_notices", "_hl_pending", "_hl_trace_key"
+SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK)
 
 _LECTURE_CSS = """<style>
 html, body, [class*="st-"], .stMarkdown p, .stMarkdown li, label, .stCaption { font-size: 1.25rem !important; }
@@ -243,6 +244,9 @@ def sidebar() -> View:
     ss = st.session_state
     if not ss.get(_URL_DONE):
         _read_url()
+    for k in SHARED_KEYS:  # re-assert: Streamlit would reset these widgets on a page switch (new widget ids)
+        if k in ss:
+            ss[k] = ss[k]
     ss.setdefault(K_TEXT, DEFAULT_TEXT)
     models = available_models()
     if ss.get(K_MODEL) not in models:
@@ -257,13 +261,14 @@ def sidebar() -> View:
     sb = st.sidebar
     sb.selectbox("Example sentences", PRESETS, index=None, key=K_PRESET, on_change=_apply_preset,
                  placeholder="Pick an example…")
-    text = sb.text_area("Sentence", key=K_TEXT, max_chars=MAX_TEXT_CHARS, height=110, on_change=_clear_url_notices,
+    keep = dict(on_change=_clear_url_notices, persist_state="session")  # values survive page switches
+    text = sb.text_area("Sentence", key=K_TEXT, max_chars=MAX_TEXT_CHARS, height=110, **keep,
                         help="Any text; it is tokenized as the model sees it. Beyond 512 tokens it is truncated.")
-    sb.selectbox("Model", models, key=K_MODEL, format_func=lambda n: get_spec(n).label, on_change=_clear_url_notices,
+    sb.selectbox("Model", models, key=K_MODEL, format_func=lambda n: get_spec(n).label, **keep,
                  help="MiniLM is pretrained; paper-base has random weights (the paper's shapes, not learned attention).")
-    sb.selectbox("Device", device_choices(), key=K_DEVICE, on_change=_clear_url_notices,
+    sb.selectbox("Device", device_choices(), key=K_DEVICE, **keep,
                  help="auto: CUDA when a GPU is present, else CPU.")
-    lecture = sb.toggle("Lecture mode (projector)", key=K_LECTURE, help="Large fonts and figures for a projector.")
+    lecture = sb.toggle("Lecture mode (projector)", key=K_LECTURE, persist_state="session", help="Large fonts and figures for a projector.")
 
     try:
         device = str(resolve_device(ss[K_DEVICE]))
@@ -297,16 +302,13 @@ def sidebar() -> View:
     if len(blocks) > 1:
         if ss.get(K_BLOCK) not in blocks:
             ss[K_BLOCK] = "encoder"
-        view.block = sb.radio("Attention", blocks, key=K_BLOCK, format_func=BLOCK_LABELS.get,
-                              on_change=_clear_url_notices)
+        view.block = sb.radio("Attention", blocks, key=K_BLOCK, format_func=BLOCK_LABELS.get, **keep)
     n_layers, n_heads = block_layers(model, view.block), model.config.n_heads
     _clamp_choice(K_LAYER, n_layers, "layer", url_notices, pending)
     _clamp_choice(K_HEAD, n_heads, "head", url_notices, pending)
     c1, c2 = sb.columns(2)
-    view.layer = c1.selectbox("Layer", list(range(n_layers)), key=K_LAYER, format_func=lambda i: f"Layer {i}",
-                              on_change=_clear_url_notices)
-    view.head = c2.selectbox("Head", list(range(n_heads)), key=K_HEAD, format_func=lambda i: f"Head {i}",
-                             on_change=_clear_url_notices)
+    view.layer = c1.selectbox("Layer", list(range(n_layers)), key=K_LAYER, format_func=lambda i: f"Layer {i}", **keep)
+    view.head = c2.selectbox("Head", list(range(n_heads)), key=K_HEAD, format_func=lambda i: f"Head {i}", **keep)
 
     if view.trace is not None:
         rows, _ = view.trace.axis_tokens(view.block)
@@ -319,7 +321,7 @@ def sidebar() -> View:
             ss[K_TOKEN] = default_token(rows)
         _clamp_choice(K_TOKEN, len(rows), "token", url_notices, pending, default=default_token(rows))
         view.token = sb.selectbox("Query token", list(range(len(rows))), key=K_TOKEN,
-                                  format_func=lambda i: f"{i}: {rows[i]}", on_change=_clear_url_notices,
+                                  format_func=lambda i: f"{i}: {rows[i]}", **keep,
                                   help="The token whose attention the token views follow (a row of the matrix).")
     else:
         view.token = ss.get(K_TOKEN, 0) if isinstance(ss.get(K_TOKEN, 0), int) else 0

@@ -12,6 +12,7 @@ and the jamo pieces of a Korean word stay one word.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,10 +82,16 @@ class TextTokenizer:
         self._tok = tokenizer
         self._tok.no_padding()
         self._tok.enable_truncation(max_length)
-        # a second, never-truncating copy to count tokens of over-long text; the
-        # shared instance is never toggled, so concurrent app sessions are safe.
-        self._counter = Tokenizer.from_str(tokenizer.to_str())
-        self._counter.no_truncation()
+
+    @functools.cached_property
+    def _counter(self) -> Tokenizer:
+        """A second, never-truncating copy to count the tokens of over-long text; the
+        shared instance is never toggled, so concurrent app sessions are safe. Built on
+        first use (a JSON round trip of ~80 ms that most inputs never need)."""
+        counter = Tokenizer.from_str(self._tok.to_str())
+        counter.no_truncation()
+        counter.encode_special_tokens = self._tok.encode_special_tokens  # not serialised in the JSON
+        return counter
 
     @classmethod
     def from_file(cls, path: str | Path, max_length: int) -> TextTokenizer:

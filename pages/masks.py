@@ -101,7 +101,7 @@ else:
         st.caption(f"{encdec.name}: source “{' '.join(dec.source_tokens)}”, decoder input teacher-forced as "
                    f"“{' '.join(dec.tokens)}”; layer {layer}, head {head} (the sidebar's choice, clamped to this "
                    f"model's {len(dec.attention)} layers × {encdec.config.n_heads} heads).")
-        st.plotly_chart(vm.mask_heatmap(dec.mask, dec.tokens, dec.tokens, title="The mask this decoder used",
-                                        big=view.lecture), key="dec_mask")
+        st.columns(3)[0].plotly_chart(vm.mask_heatmap(dec.mask, dec.tokens, dec.tokens, big=view.lecture,
+                                                      title="The mask this decoder used"), key="dec_mask")
         draw_stages("mask-dec", vm.decoder_stages(encdec, dec, layer, head), dec.tokens, dec.tokens,
                     f"{encdec.name} decoder · Layer {layer} · Head {head}", " ".join(dec.tokens))

@@ -23,9 +23,9 @@ def pe_similarity(n: int, d: int, cosine: bool):
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def learned_table(device: str, cosine: bool):
+def learned_table(device: str):
     table = get_model("minilm-l6", device).position_table(512)  # (512, 384) learned rows
-    return table, vp.similarity(table, cosine)
+    return table, vp.similarity(table, cosine=True)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -97,17 +97,19 @@ else:
                 parts["sum"], tokens, None, f"{name}-x-plus-pe")
 
 st.subheader("Learned (MiniLM) versus fixed (sinusoidal) positions")
-learned, learned_sim = learned_table(view.device, cosine)
+learned, learned_sim = learned_table(view.device)
 fixed = pe_table(512, learned.shape[1])
-fixed_sim = pe_similarity(512, learned.shape[1], cosine)
+fixed_sim = pe_similarity(512, learned.shape[1], True)
 left, right = st.columns(2)
 for col, mat, s, name in ((left, learned, learned_sim, "MiniLM learned"), (right, fixed, fixed_sim, "Sinusoidal")):
     with col:
-        st.plotly_chart(vp.pe_heatmap(mat, title=f"{name}: 512 × {mat.shape[1]}", big=big, max_side=256), key=f"cmp_{name}")
-        st.plotly_chart(vp.similarity_heatmap(s, title=f"{name}: similarity", cosine=cosine, big=big),
+        st.plotly_chart(vp.pe_heatmap(mat, title=f"{name}: 512 × {mat.shape[1]}", big=big, max_side=256,
+                                      lim=vp.robust_limit(mat)), key=f"cmp_{name}")
+        st.plotly_chart(vp.similarity_heatmap(s, title=f"{name}: cosine similarity", cosine=True, big=big),
                         key=f"cmp_sim_{name}")
-        export(f"cmp-{name}", s, list(range(512)), list(range(512)), f"{name} positions: similarity",
+        export(f"cmp-{name}", s, list(range(512)), list(range(512)), f"{name} positions: cosine similarity",
                xlabel="position", ylabel="position")
-st.caption("The sinusoidal rows are a fixed formula, with bands that depend only on distance. MiniLM learned its 512 "
+st.caption("Cosine similarity here, since the two tables have very different scales. The sinusoidal rows are a "
+           "fixed formula, with bands that depend only on distance. MiniLM learned its 512 "
            "rows in training: similar neighbours too, but noisier, and it cannot go beyond position 511. "
            + pooling_note((512, 512), 256))

@@ -25,7 +25,8 @@ def draw(stage) -> None:
     st.latex(stage.latex)
     st.caption(stage.caption)
     if stage.trivial:  # no blocked cell: the mask is all ones and the masked scores equal the scaled ones
-        st.info("Nothing is blocked here, so this matrix equals the previous one; it is not drawn again.")
+        st.info("Nothing is blocked here: the mask is all ones." if stage.key == "mask" else
+                "Nothing is blocked here, so the masked scores equal the scaled ones above; not drawn again.")
         return
     st.plotly_chart(stage_figure(stage, big=view.lecture), key=f"step_{stage.key}")
     title = f"{view.model_name} · {BLOCK_LABELS[view.block]} · {view.label} · {stage.title} ({stage.shape})"

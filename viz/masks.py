@@ -178,19 +178,20 @@ def with_row_sums(weights: np.ndarray, col_labels: list[str]) -> tuple[np.ndarra
 
 def stage_figures(stages: dict[str, np.ndarray], rows: list[str], cols: list[str], *, title: str,
                   big: bool = False, max_side: int = 256) -> dict[str, go.Figure]:
-    """Raw scores, masked scores (blocked = grey ✕, not a colour) and softmax weights with a row-sum column."""
+    """Raw scores, masked scores (blocked = grey ✕, not a colour) and softmax weights with a row-sum column.
+    `title` is plain text made by the page (model, layer, head), never user text: it may hold plotly's <sup>."""
     blocked = ~stages["mask"]
     lim = float(np.abs(stages["scaled"][~blocked]).max()) if (~blocked).any() else 1.0
     w_sum, cols_sum = with_row_sums(stages["weights"], cols)
     return {
-        "scores": heatmap(stages["scores"], rows, cols, title=f"Raw scores QKᵀ · {title}", colorscale="RdBu_r",
+        "scores": heatmap(stages["scores"], rows, cols, title=f"Raw scores QKᵀ<br><sup>{title}</sup>", colorscale="RdBu_r",
                           zmid=0, xlabel="key", ylabel="query", big=big, max_side=max_side),
         "masked": heatmap(stages["scaled"], rows, cols, masked=blocked, colorscale="RdBu_r", zmin=-lim, zmax=lim,
-                          title=f"Scaled and masked: QKᵀ/√d_k, blocked = −∞ (grey ✕) · {title}", xlabel="key",
+                          title=f"Scaled + masked: blocked = −∞ (grey ✕)<br><sup>{title}</sup>", xlabel="key",
                           ylabel="query", big=big, max_side=max_side),
         "weights": heatmap(w_sum, rows, cols_sum, zmin=0, zmax=1, xlabel="key", ylabel="query", big=big,
                            max_side=max_side,
-                           title=f"softmax weights (blocked = exactly 0), last column = row sum · {title}"),
+                           title=f"Softmax weights, then Σ row<br><sup>{title}: blocked = exactly 0</sup>"),
     }
 
 

@@ -31,6 +31,11 @@ def sinusoidal(n: int, d: int) -> np.ndarray:
     return sinusoidal_table(n, d).numpy().astype(np.float32)
 
 
+def robust_limit(m: np.ndarray) -> float:
+    """Symmetric colour limit that a few outliers cannot wash out (99.5th percentile of |m|)."""
+    return float(np.percentile(np.abs(m), 99.5)) or 1.0
+
+
 def similarity(pe: np.ndarray, cosine: bool = False) -> np.ndarray:
     """(n, d) -> (n, n): S[i, j] = PE_i · PE_j, or cos(PE_i, PE_j)."""
     v = np.asarray(pe, dtype=np.float32)
@@ -39,11 +44,12 @@ def similarity(pe: np.ndarray, cosine: bool = False) -> np.ndarray:
     return v @ v.T
 
 
-def pe_heatmap(pe: np.ndarray, *, title: str = "", big: bool = False, max_side: int = 384) -> go.Figure:
-    """The PE table: positions down, dimensions across, values in [-1, 1]."""
+def pe_heatmap(pe: np.ndarray, *, title: str = "", big: bool = False, max_side: int = 384,
+               lim: float = 1.0) -> go.Figure:
+    """A position table: positions down, dimensions across, colours over [-lim, lim] (sinusoidal: [-1, 1])."""
     n, d = pe.shape
     return heatmap(pe, [str(i) for i in range(n)], [str(j) for j in range(d)],
-                   title=title or f"Sinusoidal PE: {n} positions × {d} dims", colorscale="RdBu", zmin=-1, zmax=1,
+                   title=title or f"Sinusoidal PE: {n} positions × {d} dims", colorscale="RdBu", zmin=-lim, zmax=lim,
                    xlabel="dimension", ylabel="position", height=560, text_auto=False, big=big,
                    max_side=max_side)
 
@@ -93,7 +99,7 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
     names = [labels.get(k, k) for k in keys]
     fr, fc = budget_factors(parts[keys[0]].shape, 256)
     mats = [pool_by(parts[k], fr, fc) for k in keys]  # (n', d') each
-    lim = float(max(np.percentile(np.abs(m), 99.5) for m in mats)) or 1.0
+    lim = max(robust_limit(m) for m in mats)
     rows = unique_labels(tokens, parts[keys[0]].shape[0])
     rows = rows[::fr]
     fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, subplot_titles=names, horizontal_spacing=0.02)
@@ -156,7 +162,7 @@ def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: 
 
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
     labels = labels or {}
-    lim = float(max(np.percentile(np.abs(parts[k]), 99.5) for k in keys)) or 1.0
+    lim = max(robust_limit(parts[k]) for k in keys)
     n = parts[keys[0]].shape[0]
     plt.rcParams["font.family"] = _font_family()
     fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), min(14, max(4.5, 0.3 * n + 2))), dpi=150,

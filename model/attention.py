@@ -44,15 +44,19 @@ def scaled_dot_product_attention(
     *,
     dropout: float = 0.0,
     return_stages: bool = False,
+    out: torch.Tensor | None = None,  # optional (b, h, n, m) buffer that receives the weights (no autograd)
 ):
-    """Return ``(output, weights)``, or the full :class:`AttentionStages` when asked."""
+    """Return ``(output, weights)``, or the full :class:`AttentionStages` when asked.
+    With `out`, the weights are computed in that tensor (a layer's slice of one
+    (L, b, h, n, m) block), so collecting every layer's map needs no copy."""
     scale = 1.0 / math.sqrt(q.shape[-1])
     if return_stages:
         return _stages(q, k, v, mask, scale)
     # Fast path, same numbers up to float rounding: scale Q (n x k) rather than the
     # scores (n x m), and reuse the one (b, h, n, m) buffer for the mask and the
     # softmax, so each call allocates a single score-sized tensor (the weights).
-    scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (b, h, n, m), already / sqrt(d_k)
+    # (b, h, n, m), already / sqrt(d_k)
+    scores = torch.matmul(q * scale, k.transpose(-2, -1), **({} if out is None else {"out": out}))
     if mask is not None:
         # dtype-min rather than -inf: identical after softmax (exp underflows to
         # exactly 0) but a row with every key blocked can never turn into NaN.
@@ -108,6 +112,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,  # bool, broadcasts to (b, h, n, m)
         *,
         record: bool = False,
+        weights_out: torch.Tensor | None = None,  # (b, h, n, m) buffer for the weights, inference only
     ) -> AttentionResult:
         d, h = self.d_model, self.n_heads
         b, n, _ = x.shape
@@ -120,7 +125,7 @@ class MultiHeadAttention(nn.Module):
             kv = F.linear(memory, w[d:], bias[d:]).view(b, memory.shape[1], 2, h, -1)  # (b, m, 2, h, k)
             k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x (b, h, m, k)
         p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, out=weights_out)
         z = out.transpose(1, 2).reshape(b, n, d)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d)
         rec = {"q": q, "k": k, "v": v, "z": z} if record else None

@@ -53,9 +53,9 @@ class EncoderLayer(_Residual):
         self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x, mask=None, *, record=False):
-        """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult})"""
-        a = self.self_attn(x, mask=mask, record=record)
+    def forward(self, x, mask=None, *, record=False, weights_out=None):
+        """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult}); weights_out: {"self": (b, h, n, n)} buffers"""
+        a = self.self_attn(x, mask=mask, record=record, weights_out=(weights_out or {}).get("self"))
         x = self.norm1(x + self._drop(a.output))  # Add & Norm
         x = self.norm2(x + self._drop(self.ffn(x)))  # Add & Norm
         return x, {"self": a}
@@ -72,11 +72,12 @@ class DecoderLayer(_Residual):
         self.norm3 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False):
+    def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False, weights_out=None):
         """x (b, n, d), memory (b, m, d) -> (x, {"self": ..., "cross": ...})"""
-        a = self.self_attn(x, mask=self_mask, record=record)
+        buf = weights_out or {}
+        a = self.self_attn(x, mask=self_mask, record=record, weights_out=buf.get("self"))
         x = self.norm1(x + self._drop(a.output))
-        c = self.cross_attn(x, memory, mask=memory_mask, record=record)
+        c = self.cross_attn(x, memory, mask=memory_mask, record=record, weights_out=buf.get("cross"))
         x = self.norm2(x + self._drop(c.output))
         x = self.norm3(x + self._drop(self.ffn(x)))
         return x, {"self": a, "cross": c}
@@ -89,6 +90,9 @@ class StackOutput:
     cross_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, m)
     hidden_states: list[torch.Tensor] = field(default_factory=list)  # on request: L+1 x (b, n, d)
     records: list[dict] = field(default_factory=list)  # on request: per layer {"self": {...}, "cross": {...}}
+    # without autograd, every layer's weights are slices of one block per kind, (L, b, h, n, m):
+    # `self_attention[i]` is `stacked["self"][i]`, so stacking them later needs no copy
+    stacked: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class LayerStack(nn.Module):
@@ -100,12 +104,22 @@ class LayerStack(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(self.layer_cls(config) for _ in range(n_layers))
 
+    def key_lengths(self, x, *args) -> dict[str, int]:
+        """Key length m of each attention kind in a layer: {"self": n} (+ {"cross": m} in the decoder)."""
+        return {"self": x.shape[1]}
+
     def forward(self, x, *args, record: bool = False) -> StackOutput:
         out = StackOutput(hidden=x)
+        if not torch.is_grad_enabled():  # inference: one (L, b, h, n, m) block per kind, filled in place
+            b, n, _ = x.shape
+            h = self.layers[0].self_attn.n_heads
+            out.stacked = {kind: x.new_empty(len(self.layers), b, h, n, m)
+                           for kind, m in self.key_lengths(x, *args).items()}
         if record:
             out.hidden_states.append(x)
-        for layer in self.layers:
-            x, attn = layer(x, *args, record=record)
+        for i, layer in enumerate(self.layers):
+            bufs = {kind: t[i] for kind, t in out.stacked.items()} or None
+            x, attn = layer(x, *args, record=record, weights_out=bufs)
             out.self_attention.append(attn["self"].weights)
             if "cross" in attn:
                 out.cross_attention.append(attn["cross"].weights)
@@ -122,3 +136,6 @@ class Encoder(LayerStack):
 
 class Decoder(LayerStack):
     layer_cls = DecoderLayer
+
+    def key_lengths(self, x, memory, *args) -> dict[str, int]:
+        return {"self": x.shape[1], "cross": memory.shape[1]}

@@ -24,8 +24,11 @@ def _np(x: torch.Tensor) -> np.ndarray:
     return x.detach().float().cpu().numpy()
 
 
-def _stack(per_layer: list[torch.Tensor]) -> np.ndarray:
-    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy."""
+def _stack(per_layer: list[torch.Tensor], stacked: torch.Tensor | None = None) -> np.ndarray:
+    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy. `stacked` (L, 1, h, n, m), when the
+    layer stack filled one block, is used as is (no copy; at 512 tokens that is 72 MiB)."""
+    if stacked is not None:
+        return _np(stacked[:, 0])
     return _np(torch.stack([a[0] for a in per_layer]))
 
 
@@ -104,7 +107,7 @@ class EncoderModel(LoadedModel):
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
             source_word_ids=enc.word_ids, source_offsets=enc.offsets,
-            encoder_attention=_stack(out.self_attention),
+            encoder_attention=_stack(out.self_attention, out.stacked.get("self")),
             masks={"source_padding": np.ones(n, dtype=bool)},
             truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.hidden_states])) if intermediates else None,
@@ -125,7 +128,7 @@ class EncoderModel(LoadedModel):
             out = self.module(t_ids, attention_mask=torch.as_tensor(mask, device=self.device))
         return PaddedBatch(
             tokens=[e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids=ids, mask=mask,
-            attention=_np(torch.stack(out.self_attention)),
+            attention=_np(out.stacked["self"] if "self" in out.stacked else torch.stack(out.self_attention)),
         )
 
 
@@ -178,11 +181,11 @@ class Seq2SeqModel(LoadedModel):
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
             source_word_ids=enc.word_ids, source_offsets=enc.offsets,
-            encoder_attention=_stack(out.encoder.self_attention),
+            encoder_attention=_stack(out.encoder.self_attention, out.encoder.stacked.get("self")),
             target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
             target_special=[i in specials for i in dec_in],
-            decoder_self_attention=_stack(out.decoder.self_attention),
-            cross_attention=_stack(out.decoder.cross_attention),
+            decoder_self_attention=_stack(out.decoder.self_attention, out.decoder.stacked.get("self")),
+            cross_attention=_stack(out.decoder.cross_attention, out.decoder.stacked.get("cross")),
             # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
             masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
                    "decoder_self": _np(out.tgt_mask[0, 0]).astype(bool)},  # (T, T): look-ahead AND padding

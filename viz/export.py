@@ -16,6 +16,7 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["text.parse_math"] = False  # labels carry user text ("$\\frac$"): never parse it as mathtext
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
@@ -32,7 +33,8 @@ def _font_family() -> list[str]:
 
 def _short(label: str, limit: int = 18) -> str:
     label = "".join(ch if ch.isprintable() else "\ufffd" for ch in str(label))
-    return label if len(label) <= limit else label[: limit - 1] + "…"
+    label = label if len(label) <= limit else label[: limit - 1] + "…"
+    return label
 
 
 def heatmap_figure(

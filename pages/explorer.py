@@ -2,11 +2,14 @@
 
 Thin page: state from the shared sidebar, figures from viz/, sections from ui/explorer.py."""
 
+import time
+
 import streamlit as st
 
 from ui import explorer as ex
-from ui.state import require_trace, sidebar
+from ui.state import RENDER_MS, require_trace, sidebar
 
+started = time.perf_counter()
 view = sidebar()
 st.title("Attention explorer")
 trace = require_trace(view)
@@ -28,3 +31,4 @@ with met:
 with data:
     st.write("Download the whole trace: tokens, ids, masks, every attention array and the hidden states.")
     ex.trace_downloads(view)
+RENDER_MS.append(("explorer", (time.perf_counter() - started) * 1000))  # server-side ms, for benchmarks

@@ -22,11 +22,14 @@ cache_data would do. Changing layer, head or token therefore never re-runs the m
 
 from __future__ import annotations
 
+import collections
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import streamlit as st
+import torch
 
 from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_model
 from model.device import available_devices, resolve_device
@@ -45,6 +48,7 @@ PRESETS = [
 MAX_TEXT_CHARS = 20_000  # the text box refuses more; a URL with more falls back to the default text
 MAX_URL_TEXT = 4_000  # longer texts are not written into the link (browsers and servers cap URL length)
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+RENDER_MS: collections.deque = collections.deque(maxlen=256)  # (page, server-side ms per run), filled by pages
 
 # keys of the shared widgets (stable: tests and the URL address them)
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET = (
@@ -56,6 +60,14 @@ _LECTURE_CSS = """<style>
 html, body, [class*="st-"], .stMarkdown p, .stMarkdown li, label, .stCaption { font-size: 1.25rem !important; }
 h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
 </style>"""  # a constant: user text never goes through unsafe HTML
+
+
+# Torch intra-op threads for the app process. Streamlit serves each session from its own thread; OpenMP threads of
+# concurrent runs oversubscribe the CPU (measured on 2 busy cores: default sentence 15 ms with 1 thread vs 600-900 ms
+# with 2; 512 tokens 470 ms vs 1,150 ms). Override with HEADLIGHT_TORCH_THREADS.
+_THREADS = os.environ.get("HEADLIGHT_TORCH_THREADS", "1")
+if _THREADS.isdigit() and int(_THREADS) > 0:
+    torch.set_num_threads(int(_THREADS))
 
 
 # ---- cached loaders -----------------------------------------------------------------------------------------

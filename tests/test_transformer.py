@@ -147,3 +147,40 @@ def test_config_validation():
         TransformerConfig.from_dict({"d_model": 8, "colour": "red"})
     with pytest.raises(ValueError, match="n_decoder_layers"):
         Transformer(PRESETS["minilm-l6"])
+
+
+def test_input_major_layout_changes_memory_order_only(tmp_path):
+    """LoadedModel stores Linear weights input-major on CPU (faster GEMM for short inputs):
+    same values, shapes and keys; same outputs; checkpoints still save and load."""
+    import copy
+
+    from model.loaded import input_major_linears
+    from model.weights import load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    a = Transformer(PRESETS["tiny"]).eval()
+    b = copy.deepcopy(a)
+    changed = input_major_linears(b)
+    n_linear = sum(isinstance(m, torch.nn.Linear) for m in b.modules())
+    assert changed == n_linear - 1  # all but the generator, which is tied to the embedding
+    assert b.generator.weight.is_contiguous() and b.generator.weight is b.src_embed.token.weight
+    w = b.encoder.layers[0].self_attn.in_proj.weight
+    assert not w.is_contiguous() and w.t().is_contiguous()
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and va.shape == vb.shape and torch.equal(va, vb)
+    src, tgt = torch.tensor([[3, 4, 5, 6]]), torch.tensor([[1, 7, 8]])
+    with torch.no_grad():
+        oa, ob = a(src, tgt), b(src, tgt)
+    torch.testing.assert_close(oa.logits, ob.logits, atol=1e-5, rtol=0)
+    for x, y in zip(oa.decoder.cross_attention, ob.decoder.cross_attention):
+        torch.testing.assert_close(x, y, atol=1e-6, rtol=0)
+    save_checkpoint(b, tmp_path / "b.safetensors")
+    c = Transformer(PRESETS["tiny"])
+    load_checkpoint(c, tmp_path / "b.safetensors", "fix")
+    assert torch.equal(c.encoder.layers[0].self_attn.in_proj.weight, w)
+
+
+def test_loaded_models_use_the_input_major_layout(minilm, paper_base):
+    for loaded in (minilm, paper_base):
+        w = loaded.module.encoder.layers[0].ffn.linear1.weight
+        assert w.t().is_contiguous()

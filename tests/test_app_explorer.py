@@ -156,5 +156,8 @@ def test_grid_click_selection_maps_to_layer_and_head():
     # what st.plotly_chart keeps in session state after a click on the marker of layer 4, head 9
     state = {"selection": {"points": [{"customdata": [4, 9], "point_index": 57}], "point_indices": [57]}}
     assert head_from_selection(state) == (4, 9)
+    # a typed-array slice of customdata arrives as an object with string indices
+    assert head_from_selection({"selection": {"points": [{"customdata": {"0": 2, "1": 3}}]}}) == (2, 3)
+    assert head_from_selection({"selection": {"points": [{"customdata": None}]}}) is None
     assert head_from_selection({"selection": {"points": []}}) is None
     assert head_from_selection(None) is None

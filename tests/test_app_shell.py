@@ -142,3 +142,21 @@ def test_headlight_errors_are_shown_as_they_are(monkeypatch):
     at = _app()
     assert not at.exception
     assert [e.value for e in at.error] == ["That option needs a square matrix."]
+
+
+def test_callback_errors_become_a_notice():
+    """Callbacks run before the page, outside app.py's boundary: safe_callback logs, stores a notice, never raises."""
+    from ui.state import _CALLBACK_ERROR, safe_callback
+
+    @safe_callback
+    def broken():
+        raise KeyError(0)
+
+    assert broken() is None  # swallowed (outside a script run there is no session to store the notice in)
+    at = _app()
+    at.session_state[_CALLBACK_ERROR] = "That action failed (KeyError); the view is unchanged."
+    at.run()
+    assert not at.exception
+    assert any("That action failed" in w.value for w in at.warning)
+    at.run()
+    assert not any("That action failed" in w.value for w in at.warning)  # shown once

@@ -5,8 +5,15 @@ import json
 import numpy as np
 import pytest
 
-from viz.attention import (axis_labels, grid_figure, grid_figure_mpl, head_heatmap, token_view, token_view_lines,
-                           token_view_mpl)
+from viz.attention import (
+    axis_labels,
+    grid_figure,
+    grid_figure_mpl,
+    head_heatmap,
+    token_view,
+    token_view_lines,
+    token_view_mpl,
+)
 from viz.export import figure_bytes
 
 
@@ -91,7 +98,7 @@ def test_token_view_one_colour_per_head_and_opacity_from_weight():
     layer[0, 2] = [0.9, 0.1, 0.0]
     layer[1, 2] = [0.0, 0.0, 1.0]
     fig = token_view(layer, 2, ["the", "animal", "it"], ["the", "animal", "it"], [0, 1])
-    lines = [t for t in fig.data if t.mode == "lines"]
+    lines = [t for t in fig.data if t.mode == "lines" and t.x[0] is not None]  # not the legend-only entries
     colours = {t.legendgroup: set() for t in lines}
     for t in lines:
         colours[t.legendgroup].add(t.line.color.rsplit(",", 1)[0])
@@ -102,6 +109,7 @@ def test_token_view_one_colour_per_head_and_opacity_from_weight():
     # only head 1 toggled on: no head-0 lines
     fig1 = token_view(layer, 2, ["the", "animal", "it"], ["the", "animal", "it"], [1])
     assert {t.legendgroup for t in fig1.data if t.mode == "lines"} == {"h1"}
+    assert [t.name for t in fig.data if t.showlegend] == ["Head 0", "Head 1"]  # one legend entry per head
 
 
 def test_token_view_long_input_draws_only_top_keys():

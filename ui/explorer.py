@@ -17,7 +17,7 @@ import streamlit as st
 
 from model.trace import BLOCK_LABELS
 from ui.downloads import download_buttons
-from ui.state import K_HEAD, K_LAYER, View, get_trace
+from ui.state import K_HEAD, K_LAYER, View, get_trace, safe_callback
 from viz import metrics as vm
 from viz.attention import grid_figure, grid_figure_mpl, head_heatmap, token_view, token_view_mpl
 from viz.export import heatmap_figure, matrix_csv
@@ -117,11 +117,16 @@ def head_from_selection(state) -> tuple[int, int] | None:
     points = (sel.get("points") if isinstance(sel, dict) else getattr(sel, "points", None)) or []
     for p in points:
         cd = p.get("customdata") if isinstance(p, dict) else None
-        if cd is not None and len(cd) >= 2:
+        if isinstance(cd, dict):  # a typed-array slice arrives as {"0": layer, "1": head}
+            cd = [cd.get("0", cd.get(0)), cd.get("1", cd.get(1))]
+        try:
             return int(cd[0]), int(cd[1])
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
     return None
 
 
+@safe_callback
 def _select_from_grid() -> None:
     """Grid click -> layer/head (a callback, so it runs before the sidebar draws on the rerun)."""
     picked = head_from_selection(st.session_state.get(K_GRID))

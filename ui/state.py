@@ -23,7 +23,9 @@ cache_data would do. Changing layer, head or token therefore never re-runs the m
 from __future__ import annotations
 
 import collections
+import functools
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -54,6 +56,7 @@ RENDER_MS: collections.deque = collections.deque(maxlen=256)  # (page, server-si
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET = (
     "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset")
 _URL_DONE, _URL_NOTICES, _PENDING, _TRACE_KEY = "_hl_url_done", "_hl_url_notices", "_hl_pending", "_hl_trace_key"
+_CALLBACK_ERROR = "_hl_callback_error"
 SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK)
 
 _LECTURE_CSS = """<style>
@@ -179,10 +182,25 @@ def _read_url() -> None:
     ss[_URL_NOTICES] = notices
 
 
+def safe_callback(fn):
+    """Widget callbacks run before the page, outside app.py's error boundary: log and turn any exception into a
+    notice shown by the next sidebar() instead of Streamlit's error screen."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the boundary for callbacks
+            logging.getLogger("headlight").exception("callback %s failed", fn.__name__)
+            st.session_state[_CALLBACK_ERROR] = f"That action failed ({type(exc).__name__}); the view is unchanged."
+    return wrapper
+
+
+@safe_callback
 def _clear_url_notices() -> None:
     st.session_state[_URL_NOTICES] = []  # a new list: the old one may still be referenced by a running script
 
 
+@safe_callback
 def _apply_preset() -> None:
     ss = st.session_state
     if ss.get(K_PRESET):
@@ -268,6 +286,8 @@ def sidebar() -> View:
     ss.setdefault(K_LECTURE, False)
     url_notices: list[str] = ss.setdefault(_URL_NOTICES, [])  # kept until the user changes a control
     notices: list[str] = []  # this run only
+    if ss.get(_CALLBACK_ERROR):
+        notices.append(ss.pop(_CALLBACK_ERROR))
     pending: dict = ss.setdefault(_PENDING, {})
 
     sb = st.sidebar

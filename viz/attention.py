@@ -87,13 +87,15 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
                     colorbar=dict(title=dict(text=esc(metric_label))))
     heads = head_names or [f"Head {h}" for h in range(H)]
     ll, hh = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")  # (L, H) each
-    cols = [ll.ravel(), hh.ravel()]
+    # customdata as plain lists (not a typed array): a clicked point then reports [layer, head, (value)] as a list
+    custom = [[int(layer), int(h)] for layer, h in zip(ll.ravel(), hh.ravel())]
     hover = "Layer %{customdata[0]} · " + ("%{text}" if head_names else "Head %{customdata[1]}")
     if metric is not None:
-        cols.append(np.nan_to_num(metric.ravel(), nan=-1.0))
+        for row, v in zip(custom, metric.ravel()):
+            row.append(round(float(v), 4) if np.isfinite(v) else None)
         hover += f"<br>{esc(metric_label)}: " + "%{customdata[2]:.3f}"
     markers = dict(type="scatter", x=hh.ravel() * sx + cx, y=ll.ravel() * sy + cy, mode="markers",
-                   customdata=np.stack(cols, axis=1).astype(np.float32),
+                   customdata=custom,
                    marker=dict(size=max(10, 700 // max(H, 1) // 2), opacity=0.0, color="#000000", symbol="square"),
                    hovertemplate=hover + "<extra></extra>", showlegend=False, name="heads")
     if head_names:
@@ -155,14 +157,12 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
             xs, ys = buckets.setdefault(alpha, ([], []))
             xs += [0.0, 1.0, None]
             ys += [ypos_r[query], ypos_k[j], None]
-        first = True
         for alpha, (xs, ys) in sorted(buckets.items()):
             data.append(dict(type="scatter", x=xs, y=ys, mode="lines", line=dict(color=rgba(colour, alpha), width=3),
-                             hoverinfo="skip", legendgroup=f"h{h}", name=f"Head {h}", showlegend=first))
-            first = False
-        if first:  # no line above the threshold: still list the head in the legend
-            data.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=colour, width=3),
-                             legendgroup=f"h{h}", name=f"Head {h}"))
+                             hoverinfo="skip", legendgroup=f"h{h}", name=f"Head {h}", showlegend=False))
+        # the legend entry: the head's full colour (clicking it toggles all of the head's lines)
+        data.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=rgba(colour, 1.0), width=4),
+                         legendgroup=f"h{h}", name=f"Head {h}", showlegend=True, hoverinfo="skip"))
     fs = font_size(lecture)
     hover_k = []  # right column: each key's hover lists the weight from every shown head
     for j in keys:

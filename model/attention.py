@@ -127,7 +127,7 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, out=weights_out)
         z = out.transpose(1, 2).reshape(b, n, d)  # (b, n, h*k): Concat(head_1..head_h)
-        output = self.out_proj(z)  # (b, n, d)
+        output = F.linear(z, self.out_proj.weight, self.out_proj.bias)  # (b, n, d): Concat(...) W_O + b_O
         rec = {"q": q, "k": k, "v": v, "z": z} if record else None
         return AttentionResult(output, weights, rec)
 

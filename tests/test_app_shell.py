@@ -68,6 +68,14 @@ def test_invalid_url_values_fall_back_with_a_notice(params, expect):
         assert at.text_area(key="text").value.startswith("The animal")
 
 
+def test_link_values_in_notices_are_literal_text():
+    at = _app(model="[x](javascript:alert(1)) <img src=x onerror=alert(1)>", layer="**9**")
+    _ok(at)
+    text = " ".join(w.value for w in at.warning)
+    assert r"\[x\]\(javascript" in text and r"\<img" in text  # escaped: shown as text, never a link or HTML
+    assert r"\*\*9\*\*" in text
+
+
 def test_notice_goes_away_once_the_user_changes_something():
     at = _app(layer="99")
     assert at.warning

@@ -17,7 +17,7 @@ import streamlit as st
 
 from model.trace import BLOCK_LABELS
 from ui.downloads import download_buttons
-from ui.state import K_HEAD, K_LAYER, View, get_trace, safe_callback
+from ui.state import K_HEAD, K_LAYER, View, get_trace, md_escape, safe_callback
 from viz import metrics as vm
 from viz.attention import grid_figure, grid_figure_mpl, head_heatmap, token_view, token_view_mpl
 from viz.export import heatmap_figure, matrix_csv
@@ -181,7 +181,7 @@ def token_section(view: View, d: Derived, mode: str) -> None:
     row = d.row_of_token.get(view.token)
     rows_tok, _ = view.trace.axis_tokens(view.block)
     if row is None:
-        st.info(f"The selected token {view.token} ({rows_tok[view.token]!s}) is hidden by “Hide [CLS]/[SEP]”: "
+        st.info(f"The selected token {view.token} ({md_escape(rows_tok[view.token])}) is hidden by “Hide [CLS]/[SEP]”: "
                 "pick another query token in the sidebar.")
         return
     H = d.att.shape[1]
@@ -203,7 +203,7 @@ def token_section(view: View, d: Derived, mode: str) -> None:
         subtitle=_mpl_text(view.text)), layer_att[:, row, :], d.head_names if mode != "head" else
         [f"Head {h}" for h in range(H)], d.cols, filename=title)
 
-    st.subheader(f"For “{d.rows[row]}”: the most attended token in every layer and head")
+    st.subheader(f"For “{md_escape(d.rows[row])}”: the most attended token in every layer and head")
     skip_self = st.toggle("Ignore the token itself", key="ex_skip_self", persist_state="session")
     same_axis = view.block != "cross"
     table = vm.top_attended(d.att, row, d.cols, exclude=row if skip_self and same_axis else None)

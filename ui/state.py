@@ -27,6 +27,7 @@ import functools
 import importlib.util
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -60,8 +61,11 @@ _CALLBACK_ERROR = "_hl_callback_error"
 SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK)
 
 _LECTURE_CSS = """<style>
-html, body, [class*="st-"], .stMarkdown p, .stMarkdown li, label, .stCaption { font-size: 1.25rem !important; }
-h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
+[data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { font-size: 1.3rem !important; }
+[data-testid="stMain"] h1 { font-size: 3.2rem !important; }
+[data-testid="stMain"] h2 { font-size: 2.4rem !important; }
+[data-testid="stMain"] h3 { font-size: 1.9rem !important; }
 </style>"""  # a constant: user text never goes through unsafe HTML
 
 
@@ -141,9 +145,15 @@ def block_layers(model, block: str) -> int:
 # ---- URL -> state (first run only) --------------------------------------------------------------------------
 
 
+def md_escape(text: object) -> str:
+    """User text made literal for st.markdown / st.warning / st.info (no emphasis, links, headings or HTML)."""
+    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", s)
+
+
 def _show(raw) -> str:
     s = str(raw)
-    return repr(s if len(s) <= 40 else s[:40] + "…")
+    return md_escape(repr(s if len(s) <= 40 else s[:40] + "…"))
 
 
 def _read_url() -> None:

@@ -168,12 +168,14 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
     for j in keys:
         parts = [f"Head {h}: {layer_att[h, query, j]:.3f}" for h in heads]
         hover_k.append(f"{esc(row_tokens[query])} -> {esc(col_tokens[j])}<br>" + "<br>".join(parts))
+    key_text = [(f"{j}: " if long_input else "") + esc(col_tokens[j], 24) for j in keys]  # positions when sparse
     data.append(dict(type="scatter", x=[1.0] * len(keys), y=[ypos_k[j] for j in keys], mode="text+markers",
-                     text=[esc(col_tokens[j], 24) for j in keys], textposition="middle right",
+                     text=key_text, textposition="middle right",
                      marker=dict(size=6, color="#999999"), hovertext=hover_k, hoverinfo="text",
                      showlegend=False, textfont=dict(size=fs)))
     data.append(dict(type="scatter", x=[0.0] * len(rows), y=[ypos_r[i] for i in rows], mode="text+markers",
-                     text=[esc(row_tokens[i], 24) for i in rows], textposition="middle left",
+                     text=[(f"{i}: " if long_input else "") + esc(row_tokens[i], 24) for i in rows],
+                     textposition="middle left",
                      marker=dict(size=[12 if i == query else 6 for i in rows],
                                  color=["#e15759" if i == query else "#999999" for i in rows]),
                      textfont=dict(size=fs, color=["#e15759" if i == query else "#333333" for i in rows]),

@@ -187,3 +187,34 @@ def test_cli_bad_input_is_one_line_without_traceback(args, needle, tmp_path):
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
     assert needle in err[0]
+
+
+def test_device_choice(monkeypatch):
+    import torch
+
+    from model.device import available_devices, resolve_device
+    from model.errors import InputError
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(" CPU ") == torch.device("cpu")
+    with pytest.raises(InputError, match="choose one of auto, cpu, cuda"):
+        resolve_device("gpu")
+    monkeypatch.setenv("HEADLIGHT_DEVICE", "cpu")
+    assert resolve_device(None) == torch.device("cpu")
+    monkeypatch.setenv("HEADLIGHT_DEVICE", "tpu<script>")
+    with pytest.raises(InputError, match="unknown device"):
+        resolve_device(None)
+    assert "cpu" in available_devices()
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="no CUDA GPU"):
+            resolve_device("cuda")
+        monkeypatch.setenv("HEADLIGHT_DEVICE", "auto")
+        assert resolve_device(None) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", [None, 3, "", "MINILM-L6", "minilm-l6 ", "../etc/passwd"])
+def test_get_spec_rejects_odd_names(name):
+    from model import InputError, get_spec
+
+    with pytest.raises(InputError, match="known models"):
+        get_spec(name)

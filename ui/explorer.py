@@ -171,10 +171,16 @@ def all_heads(view: View, d: Derived, mode: str, metrics: dict[str, np.ndarray])
                f"block-averaged to at most {THUMB} x {THUMB} and scaled to their own maximum."
                if metric is None else "Metrics of the raw attention (before hiding specials or merging words).")
     title = f"{view.model_name} · all heads"
+    if metric is not None:
+        csv_matrix, csv_rows, csv_cols = metric, [f"Layer {i}" for i in range(L)], [f"Head {h}" for h in range(H)]
+    else:  # thumbnails: export every metric per head (the pooled pixels are not worth a CSV)
+        csv_matrix = np.stack([metrics[k].ravel() for k in vm.METRICS], axis=1)  # (L*H, 6)
+        csv_rows = [f"Layer {i} Head {h}" for i in range(metrics["entropy"].shape[0])
+                    for h in range(metrics["entropy"].shape[1])]
+        csv_cols = list(vm.METRICS.values())
     download_buttons("ex_grid_export", lambda: grid_figure_mpl(
         d.att, title=_mpl_text(title), subtitle=_mpl_text(view.text), metric=metric, metric_label=colours[colour]),
-        metric if metric is not None else d.att.mean(axis=(-1, -2)), [f"Layer {i}" for i in range(L)],
-        [f"Head {h}" for h in range(H)] if metric is not None or mode == "head" else d.head_names, filename=title)
+        csv_matrix, csv_rows, csv_cols, filename=title)
 
 
 def token_section(view: View, d: Derived, mode: str) -> None:

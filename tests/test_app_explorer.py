@@ -161,3 +161,35 @@ def test_grid_click_selection_maps_to_layer_and_head():
     assert head_from_selection({"selection": {"points": [{"customdata": None}]}}) is None
     assert head_from_selection({"selection": {"points": []}}) is None
     assert head_from_selection(None) is None
+
+
+@pytest.mark.parametrize("key", ["ex_head_export", "ex_grid_export", "ex_token_export"])
+@pytest.mark.parametrize("fmt", ["png", "csv"])
+def test_exports_render(key, fmt):
+    at = _app(text="The 동물 didn't cross the $5 street because it was tired")
+    at.radio(key=f"{key}-fmt").set_value(fmt).run()
+    _ok(at)
+    assert any(b.proto.label.startswith("Download") for b in at.get("download_button"))
+
+
+def test_trace_downloads_are_offered():
+    at = _app()
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Trace as NPZ" in labels and "Trace as JSON" in labels
+
+
+def test_trace_download_bytes_round_trip(minilm, tmp_path):
+    import numpy as np
+
+    from model.trace import AttentionTrace
+    from ui.explorer import trace_json_bytes, trace_npz_bytes
+
+    trace = minilm.trace("I am good", intermediates=True)
+    path = tmp_path / "t.npz"
+    path.write_bytes(trace_npz_bytes(trace))
+    back = AttentionTrace.load_npz(path)
+    assert back.source_tokens == trace.source_tokens
+    np.testing.assert_allclose(back.encoder_attention, trace.encoder_attention)
+    data = json.loads(trace_json_bytes(trace))
+    assert data["source_tokens"] == trace.source_tokens
+    assert np.asarray(data["encoder_attention"]).shape == trace.encoder_attention.shape

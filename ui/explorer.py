@@ -232,18 +232,23 @@ def metrics_section(view: View, metrics: dict[str, np.ndarray]) -> None:
                        f"{view.model_name}-head-metrics.csv", "text/csv", key="ex_metrics_csv")
 
 
+def trace_npz_bytes(trace) -> bytes:
+    """The trace as a compressed .npz (readable with AttentionTrace.load_npz; no pickle)."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **trace.to_npz_dict())
+    return buf.getvalue()
+
+
+def trace_json_bytes(trace) -> bytes:
+    return json.dumps(trace.to_json_dict(), ensure_ascii=False).encode("utf-8")
+
+
 def trace_downloads(view: View) -> None:
     """The whole trace as NPZ (compressed arrays) or JSON, generated only when clicked."""
     trace = view.trace
     name = f"headlight-{view.model_name}-trace"
-
-    def npz() -> bytes:
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **trace.to_npz_dict())
-        return buf.getvalue()
-
-    def as_json() -> bytes:
-        return json.dumps(trace.to_json_dict(), ensure_ascii=False).encode("utf-8")
+    npz = lambda: trace_npz_bytes(trace)  # noqa: E731 - deferred: built only when the button is clicked
+    as_json = lambda: trace_json_bytes(trace)  # noqa: E731
 
     c1, c2 = st.columns(2)
     c1.download_button("Trace as NPZ", npz, f"{name}.npz", "application/octet-stream", key="ex_trace_npz",

@@ -168,3 +168,20 @@ def test_callback_errors_become_a_notice():
     assert any("That action failed" in w.value for w in at.warning)
     at.run()
     assert not any("That action failed" in w.value for w in at.warning)  # shown once
+
+
+def test_error_boundary_also_guards_reruns(monkeypatch):
+    """Reruns go through app.py too (ui.state switches off Streamlit's legacy pages/ mode, which would run the
+    page file directly and skip the boundary)."""
+    import ui.explorer
+
+    at = _app()
+    _ok(at)
+
+    def boom(*a, **k):
+        raise RuntimeError("internal")
+
+    monkeypatch.setattr(ui.explorer, "head_heatmap", boom)
+    at.selectbox(key="head").set_value(2).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "Something went wrong" in at.error[0].value

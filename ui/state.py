@@ -29,6 +29,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import quote
 
 import streamlit as st
@@ -38,6 +39,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_mod
 from model.device import available_devices, resolve_device
 from model.trace import BLOCK_LABELS, AttentionTrace
 
+_APP = Path(__file__).resolve().parents[1] / "app.py"
 DEFAULT_TEXT = "The animal didn't cross the street because it was tired"
 PRESETS = [
     DEFAULT_TEXT,
@@ -278,9 +280,25 @@ def _load(name: str, device: str, notices: list[str]):
         return DEFAULT_MODEL, get_model(DEFAULT_MODEL, device)
 
 
+def _ensure_app_shell() -> None:
+    """Run every page through app.py. Streamlit treats a folder named `pages/` beside the main script as a legacy
+    (v1) multipage app until app.py's st.navigation has run once in the process: until then a link such as /steps
+    runs pages/steps.py directly (no set_page_config, no error boundary, file names in the menu), and AppTest does
+    so on every rerun. A page that finds itself run that way switches the legacy mode off and reruns, so app.py
+    takes over. (Renaming the folder, e.g. to app_pages/, would remove the need for this.)"""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a future Streamlit without this internal: nothing to undo
+        return
+    if getattr(PagesManager, "uses_pages_directory", None) and _APP.exists():
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 # ---- the sidebar -----------------------------------------------------------------------------------------------
 def sidebar() -> View:
     """Draw the shared controls, sync them with the URL, return the View every page reads."""
+    _ensure_app_shell()
     ss = st.session_state
     if not ss.get(_URL_DONE):
         _read_url()

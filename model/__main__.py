@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.out and Path(args.out).suffix.lower() not in (".npz", ".json"):
             raise HeadlightError(f"unknown trace format {Path(args.out).suffix!r}: use .npz or .json")
         spec = get_spec(args.model)
+        if args.pair is not None and spec.kind != "encoder":
+            raise HeadlightError(f"--pair is for encoder models (a sentence pair); {spec.name} is {spec.kind}")
+        if args.task is not None and spec.kind == "encoder":
+            raise HeadlightError(f"--task is for task-conditioned encoder-decoder models; {spec.name} has no tasks")
         model = load_model(spec.name, args.device)
         kw = {}
         if args.pair:

@@ -172,7 +172,8 @@ class Seq2SeqModel(LoadedModel):
 
     def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None) -> list[int]:
         """Greedy decoding: [bos, y1, ..., (eos)]"""
-        limit = max_new_tokens or min(self.max_new_tokens, self.config.max_positions - 1)
+        # never past the model's positions, whatever the caller (a URL parameter, say) asked for
+        limit = min(max_new_tokens or self.max_new_tokens, self.config.max_positions - 1)
         with torch.inference_mode():
             ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit)
         return ys[0].tolist()

@@ -179,6 +179,8 @@ def test_cli_from_token_prints_every_layer_and_head():
     (["hello", "--from", "zebra", "--device", "cpu"], "not among the tokens"),
     (["hello", "--out", "/nonexistent-dir/x/trace.npz", "--device", "cpu"], "nonexistent-dir"),
     (["hello", "--out", "trace.csv", "--device", "cpu"], "npz or .json"),
+    (["hello", "--task", "copy"], "--task is for"),
+    (["hello", "--model", "paper-base", "--pair", "world"], "--pair is for encoder models"),
 ])
 def test_cli_bad_input_is_one_line_without_traceback(args, needle, tmp_path):
     r = run_cli(*args, cwd=tmp_path)

@@ -68,6 +68,13 @@ def test_greedy_decoding_produces_tokens(paper_base):
     assert paper_base.trace("I am good", max_new_tokens=5).meta["generated_tokens"] == gen
 
 
+def test_decoding_length_is_capped_by_the_positions(paper_base, monkeypatch):
+    src = paper_base.tokenizer.encode("I am good").ids
+    monkeypatch.setattr(paper_base, "config", paper_base.config.replace(max_positions=4))
+    ys = paper_base.decode_ids(src, max_new_tokens=10**9)  # e.g. from a hostile URL parameter
+    assert ys[0] == paper_base.bos_id and len(ys) <= 4
+
+
 def test_decoding_stops_at_eos_and_pads_finished_rows():
     cfg = PRESETS["tiny"]
     torch.manual_seed(0)

@@ -62,8 +62,7 @@ def heatmap_figure(
     side = min(16.0, max(6.0, 0.32 * max(rows, cols) + 3))
     fig, ax = plt.subplots(figsize=(side * 1.15, side), dpi=150)
     shown = np.ma.masked_where(masked, m) if masked is not None else np.ma.masked_invalid(m)
-    cm = plt.get_cmap(cmap).copy()
-    cm.set_bad("#d9d9d9")
+    cm = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")
     im = ax.imshow(shown, cmap=cm, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     if masked is not None and masked.any():
         ys, xs = np.nonzero(masked)

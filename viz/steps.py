@@ -53,7 +53,7 @@ def build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_tokens
     n, d = steps["X"].shape
     k = steps["Q"].shape[1]
     m = steps["K"].shape[0]
-    h = f"_{{{head + 1}}}"  # head subscript in LaTeX, 1-based as in the paper
+    h = f"_{{{head}}}"  # head subscript in LaTeX, counted from 0 like everywhere in the UI
     src = "M" if "memory" in steps else "X"  # cross-attention: keys and values come from the encoder output M
     dims_d, dims_k = _dims(d), _dims(k)
     shape = lambda name, a: f"{name}: {a.shape[0]} × {a.shape[1]}"  # noqa: E731
@@ -69,7 +69,7 @@ def build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_tokens
                          "Cross-attention takes its keys and values from the encoder's final output.",
                          xlabel="dimension", ylabel="source token"))
     for name in ("Q", "K", "V"):
-        out.append(Stage(f"W_{name}", f"W_{name} (head {head + 1})", steps[f"W_{name}"], dims_d, dims_k,
+        out.append(Stage(f"W_{name}", f"W_{name} (head {head})", steps[f"W_{name}"], dims_d, dims_k,
                          shape(f"W_{name}", steps[f"W_{name}"]), rf"W^{{{name}}}{h} \in \mathbb{{R}}^{{d_{{model}} \times d_k}}",
                          f"d_model × d_k = {d} × {k}; d_k = d_model / h = {d} / {n_heads}.", group="W",
                          xlabel="head dimension", ylabel="model dimension"))
@@ -102,11 +102,11 @@ def build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_tokens
               r"A = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + \text{mask}\right)",
               f"Each row sums to 1 (worst error {np.abs(steps['weights'].sum(1) - 1).max():.1e}); blocked cells are "
               "exactly 0.", colorscale="Viridis", zmin=0, zmax=1, xlabel="key", ylabel="query"),
-        Stage("Z", f"Z = A V (head {head + 1})", steps["Z"], row_tokens, dims_k, shape("Z", steps["Z"]),
+        Stage("Z", f"Z = A V (head {head})", steps["Z"], row_tokens, dims_k, shape("Z", steps["Z"]),
               rf"Z{h} = A\,V{h}", f"This head's output: {n} × d_v = {k}.", xlabel="head dimension", ylabel="token"),
         Stage("Z_all", "Concat of all heads", steps["Z_all"], row_tokens, dims_d, shape("Concat", steps["Z_all"]),
               r"\operatorname{Concat}(Z_1, \dots, Z_h) \in \mathbb{R}^{n \times h d_v}",
-              f"{n_heads} heads × d_v = {k} side by side: {n} × {n_heads * k}; head {head + 1} is columns "
+              f"{n_heads} heads × d_v = {k} side by side: {n} × {n_heads * k}; head {head} is columns "
               f"{head * k}..{(head + 1) * k - 1}.", group="O", xlabel="dimension", ylabel="token"),
         Stage("W_O", "W_O", steps["W_O"], dims_d, dims_d, shape("W_O", steps["W_O"]),
               r"W^{O} \in \mathbb{R}^{h d_v \times d_{model}}", f"{n_heads * k} × {d}: mixes the heads back together.",

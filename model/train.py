@@ -9,6 +9,11 @@ task token comes first in the source (see `model.data`).
     python -m model.train                 # reproduces assets/seq2seq-tiny/ from seed 0
     python -m model.train --resume        # continue from runs/seq2seq-tiny/ after a stop (Ctrl-C)
 
+The WordPiece tokenizer is trained with the `tokenizers` library on the shipped
+corpus (`--rebuild-tokenizer`); its trainer may break frequency ties differently
+from run to run, so training reuses the committed tokenizer.json by default and
+the shipped ids are reproduced exactly.
+
 The training state (weights, Adam moments and step counts, RNG states) is
 saved every --save-every steps and on Ctrl-C to runs/seq2seq-tiny/state.safetensors
 plus state.json (nothing pickled), so a resumed run continues exactly where
@@ -28,6 +33,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
 from tqdm import tqdm
 
 from .config import PRESETS
@@ -144,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", default="runs/seq2seq-tiny", help="training state for --resume")
     p.add_argument("--out", default=str(ASSET_DIR), help="where the final checkpoint goes")
     p.add_argument("--resume", action="store_true", help="continue from --run-dir")
+    p.add_argument("--tokenizer", default=str(ASSET_DIR / "tokenizer.json"),
+                   help="tokenizer to train with (default: the shipped one; trained afresh when missing)")
+    p.add_argument("--rebuild-tokenizer", action="store_true",
+                   help="train a new WordPiece tokenizer on the corpus instead of using --tokenizer")
     p.add_argument("--eval-every", type=int, default=500, help="greedy exact match on a dev set every N steps")
     p.add_argument("--save-every", type=int, default=250, help="save the training state every N steps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
@@ -159,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     gen = torch.Generator().manual_seed(args.seed)
 
     sampler = SentenceSampler()
-    tok = build_tokenizer(sampler.words)
+    tok_path = Path(args.tokenizer)
+    if args.rebuild_tokenizer or not tok_path.is_file():
+        tok = build_tokenizer(sampler.words)  # WordPiece training may break ties differently run to run
+    else:
+        tok = Tokenizer.from_file(str(tok_path))  # the shipped one: reproduces the shipped ids exactly
     vocab = {t: tok.token_to_id(t) for t in (BOS, EOS, UNK, *TASK_TOKENS.values())}
     train_texts = sampler.sentences(TRAIN_SEED + args.seed, args.pool)
     pool = [e.ids[:MAX_TEXT_TOKENS] for e in tok.encode_batch(train_texts, add_special_tokens=False)]

@@ -7,7 +7,7 @@ import streamlit as st
 
 from model.errors import HeadlightError
 from ui.downloads import download_buttons
-from ui.state import get_model, sidebar
+from ui.state import get_model, keep, sidebar
 from viz import masks as vm
 from viz.export import heatmap_figure
 from viz.heatmap import mpl_plain
@@ -47,6 +47,7 @@ def draw_stages(prefix, stages, rows, cols, title, text):
 
 
 view = sidebar()
+keep("mask_second", "mask_lookahead", "mask_pads", "mask_row")
 st.title("Mask lab")
 st.markdown("Masks are boolean, **True = may attend**. Blocked scores become −∞ before the softmax, "
             "so blocked keys receive weight exactly 0 and every row still sums to 1.")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.errors import HeadlightError
 from ui.downloads import download_buttons
-from ui.state import get_model, sidebar
+from ui.state import get_model, keep, sidebar
 from viz import positional as vp
 from viz.export import heatmap_figure
 from viz.heatmap import mpl_plain, pooling_note
@@ -40,6 +40,7 @@ def export(key, matrix, rows, cols, title, subtitle="", **kw):
 
 
 view = sidebar()
+keep("pe_n", "pe_d", "pe_dims", "pe_cosine")
 big = view.lecture
 st.title("Positional-encoding lab")
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "

@@ -157,3 +157,13 @@ def test_hostile_inputs(page):
         assert charts or page == "pages/positional.py", name
         if name == "script":
             assert "<script" not in charts
+
+
+def test_lab_inputs_survive_a_page_switch():
+    at = _page("pages/positional.py")
+    at.slider(key="pe_n").set_value(80).run()
+    at.switch_page("pages/explorer.py").run()
+    _ok(at)
+    at.switch_page("pages/positional.py").run()
+    _ok(at)
+    assert at.slider(key="pe_n").value == 80

@@ -5,6 +5,17 @@ import os
 import pytest
 
 os.environ.setdefault("HEADLIGHT_DEVICE", "cpu")
+# One thread, also for subprocesses (CLI, streamlit): on a busy 2-core machine OpenMP with 2 threads makes every
+# small op wait for a descheduled worker (30 tiny training steps: 12 s instead of 0.5 s).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("HEADLIGHT_TORCH_THREADS", "1")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    import torch
+
+    torch.set_num_threads(1)
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was tired"
 

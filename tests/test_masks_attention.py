@@ -19,16 +19,6 @@ from model.masks import causal_mask, decoder_mask, padding_mask, to_additive
 PAD = 0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread for this module (restored after): on a busy 2-core machine OpenMP
-    with 2 threads makes every small op wait for a descheduled worker."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ---- masks -------------------------------------------------------------------------------
 
 def test_causal_mask_is_the_lower_triangle():

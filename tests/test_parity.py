@@ -14,16 +14,6 @@ transformers = pytest.importorskip("transformers")
 DEFAULT = "The animal didn't cross the street because it was tired"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread for this module (restored after): on a busy 2-core machine OpenMP
-    with 2 threads makes every small op wait for a descheduled worker."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def reference():
     model = transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager").eval()

@@ -18,18 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = "The animal didn't cross the street because it was tired"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread for this module (restored after): on a busy 2-core machine OpenMP
-    with 2 threads makes every small op wait for a descheduled worker."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def run_cli(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}  # no OpenMP oversubscription
     return subprocess.run([sys.executable, "-m", "model", *args], capture_output=True, text=True,

@@ -11,16 +11,6 @@ from model.steps import attention_steps
 from model.transformer import Transformer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny ops on a busy 2-core machine: OpenMP with 2 threads makes each op wait for a
-    descheduled worker (30 training steps: 12 s with 2 threads, 0.5 s with 1). Restored after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_paper_base_has_the_papers_shapes(paper_base):
     cfg = paper_base.config
     assert (cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_ff) == (512, 8, 64, 2048)

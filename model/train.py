@@ -46,6 +46,7 @@ from .weights import save_checkpoint
 
 TRAIN_POOL = 120_000  # distinct training sentences (seed TRAIN_SEED); held-out inputs exclude all of them
 DEV_SIZE = 64  # sentences per task for the progress checks (from the held-out seed's neighbour)
+TRAIN_MAX_TOKENS = 40  # training sentences are cut here (none of the pool's reaches it: at most 33 tokens)
 ALIGNMENT = {"layer": -1, "head": "mean"}  # where evaluate.py reads the alignment (written to config.json)
 
 
@@ -176,10 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         tok = Tokenizer.from_file(str(tok_path))  # the shipped one: reproduces the shipped ids exactly
     vocab = {t: tok.token_to_id(t) for t in (BOS, EOS, UNK, *TASK_TOKENS.values())}
     train_texts = sampler.sentences(TRAIN_SEED + args.seed, args.pool)
-    pool = [e.ids[:MAX_TEXT_TOKENS] for e in tok.encode_batch(train_texts, add_special_tokens=False)]
+    pool = [e.ids[:TRAIN_MAX_TOKENS] for e in tok.encode_batch(train_texts, add_special_tokens=False)]
     pool = [p for p in pool if p]
     exclude = {s.lower() for s in train_texts}
-    dev_ids = [e.ids[:MAX_TEXT_TOKENS] for e in
+    dev_ids = [e.ids[:TRAIN_MAX_TOKENS] for e in
                tok.encode_batch(sampler.sentences(999, DEV_SIZE, exclude), add_special_tokens=False)]
 
     base = SEQ2SEQ_TINY if args.preset == "seq2seq-tiny" else PRESETS["tiny"].replace(dropout=0.1)

@@ -73,7 +73,7 @@ def test_long_text_is_truncated(tiny):
     text = " ".join(["the street was wide"] * 40)
     trace = tiny.trace(text, task="copy")
     assert trace.truncated and trace.n_tokens_untruncated > len(trace.source_tokens)
-    assert len(trace.source_tokens) == MAX_TEXT_TOKENS + 2
+    assert len(trace.source_tokens) == MAX_TEXT_TOKENS + 2 == read_config()["max_text_tokens"] + 2
     assert len(trace.target_tokens) <= tiny.config.max_positions
 
 

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
                    help="override the automatic choice (also: HEADLIGHT_DEVICE)")
     p.add_argument("--pair", help="second sentence (encoder models: a sentence pair)")
-    p.add_argument("--task", help="task for task-conditioned models (seq2seq-tiny: copy, reverse, sort)")
+    p.add_argument("--task", help="task for task-conditioned models (seq2seq-tiny: copy, reverse, swap)")
     p.add_argument("--intermediates", action="store_true", help="also store per-layer hidden states")
     return p
 

@@ -45,8 +45,8 @@ register(ModelSpec(
     "encoder-decoder", False, "model.loaders:load_paper_base",
 ))
 register(ModelSpec(
-    "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / sort)",
-    "A small encoder-decoder trained here on copy, reverse and sort tasks, whose correct cross-attention is known.",
+    "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
+    "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
     "encoder-decoder", True, "model.seq2seq:load_seq2seq_tiny",
 ))
 

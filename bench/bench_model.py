@@ -15,7 +15,11 @@ Measures, in one process with one explicit thread count:
 
 Prints a table and writes it as markdown to bench/results.md.
 
-    .venv/bin/python bench/bench_model.py [--threads N] [--quick] [--out bench/results.md]
+    .venv/bin/python bench/bench_model.py [--threads N] [--clock wall|cpu] [--sizes 12,128,512]
+                                          [--quick] [--out bench/results.md] [--append]
+
+The default is one torch thread, as the app runs (ui/state.py: concurrent sessions
+would oversubscribe the CPU). `--threads 2 --append` adds a two-thread table.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import time, json
 epoch0 = time.time()
 clocks = [(time.perf_counter(), time.process_time())]
 import torch
+torch.set_num_threads(THREADS)  # as the app does when ui.state is imported
 clocks.append((time.perf_counter(), time.process_time()))
 import model
 clocks.append((time.perf_counter(), time.process_time()))
@@ -136,7 +141,6 @@ def contenders(loaded, reference, text: str) -> dict:
     enc = loaded.tokenizer.encode(text)
     ids = torch.tensor([enc.ids])  # (1, n)
     type_ids = torch.tensor([enc.type_ids])
-    mask = torch.ones_like(ids)
 
     def ours():
         with torch.inference_mode():
@@ -147,14 +151,16 @@ def contenders(loaded, reference, text: str) -> dict:
 
     def ref():
         with torch.inference_mode():
-            return reference(input_ids=ids, token_type_ids=type_ids, attention_mask=mask, output_attentions=True)
+            # no attention_mask, like ours: one unpadded sentence (passing all ones costs it ~1%)
+            return reference(input_ids=ids, token_type_ids=type_ids, output_attentions=True)
 
     return {"ours": ours, "trace": ours_trace, "ref": ref}
 
 
-def bench_forward(loaded, reference, quick: bool, clock=time.perf_counter) -> tuple[list[list[str]], list[str]]:
+def bench_forward(loaded, reference, quick: bool, clock=time.perf_counter,
+                  sizes=SIZES) -> tuple[list[list[str]], list[str]]:
     rows, notes = [], []
-    for n in SIZES:
+    for n in sizes:
         text, n_real = text_with_tokens(loaded.tokenizer, n)
         fns = contenders(loaded, reference, text)
         # sanity: the two compute the same attention on these inputs
@@ -162,7 +168,7 @@ def bench_forward(loaded, reference, quick: bool, clock=time.perf_counter) -> tu
         diff = max(float((x - y).abs().max()) for x, y in zip(a.self_attention, b.attentions))
         notes.append(f"{n_real} tokens: max |attention ours - reference| = {diff:.1e}")
 
-        repeats = {12: 100, 128: 40, 512: 12}[n]
+        repeats = 100 if n <= 32 else 40 if n <= 128 else 12
         if quick:
             repeats = max(5, repeats // 5)
         t = interleaved(fns, repeats, warmup=3, clock=clock)
@@ -179,8 +185,8 @@ def bench_forward(loaded, reference, quick: bool, clock=time.perf_counter) -> tu
 
 # ---- 2. cold start ----------------------------------------------------------------------------------------
 
-def run_cold(env: dict) -> dict:
-    code = COLD_CHILD.replace("TEXT", repr(DEFAULT_TEXT))
+def run_cold(env: dict, threads: int) -> dict:
+    code = COLD_CHILD.replace("TEXT", repr(DEFAULT_TEXT)).replace("THREADS", str(threads))
     cpu0 = _children_cpu()
     spawned = time.time()  # wall clock shared with the child: total = spawn to first map, exit excluded
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -205,15 +211,15 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def bench_cold(runs: int) -> tuple[list[list[str]], list[str]]:
+def bench_cold(runs: int, threads: int) -> tuple[list[list[str]], list[str]]:
     env = {**os.environ, "HEADLIGHT_DEVICE": "cpu"}
-    run_cold(env)  # warm the OS file cache and the sha256 stamp, as on any second start
-    results = [run_cold(env) for _ in range(runs)]
+    run_cold(env, threads)  # warm the OS file cache and the sha256 stamp, as on any second start
+    results = [run_cold(env, threads) for _ in range(runs)]
     rows = [[k.replace("_", " "), ms(statistics.median(r[k] for r in results)),
              ms(min(r[k] for r in results)), ms(max(r[k] for r in results)),
              ms(statistics.median(r[k + "_cpu"] for r in results))] for k in COLD_STAGES]
     with tempfile.TemporaryDirectory() as tmp:  # no stamp: the first start ever hashes 90 MB
-        first = run_cold({**env, "HEADLIGHT_CACHE": tmp})
+        first = run_cold({**env, "HEADLIGHT_CACHE": tmp}, threads)
     notes = [f"first start with an empty stamp cache (sha256 of the weights): total {ms(first['total'])} ms, "
              f"load weights {ms(first['load_weights'])} ms"]
     return rows, notes
@@ -235,12 +241,15 @@ def bench_memory(loaded) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: CPU count)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads for both contenders (default 1, as the app runs: ui/state.py)")
     p.add_argument("--clock", choices=list(CLOCKS), default="wall",
                    help="wall time, or this thread's CPU time (steadier on a busy machine; use with --threads 1)")
     p.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="token counts, comma-separated")
     p.add_argument("--cold-runs", type=int, default=5)
     p.add_argument("--out", default=str(ROOT / "bench" / "results.md"))
+    p.add_argument("--append", action="store_true", help="add to --out instead of replacing it")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -261,9 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     reference = BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager").eval()
 
     print("forward with all attentions (median ms):", flush=True)
-    fwd_rows, fwd_notes = bench_forward(loaded, reference, args.quick, CLOCKS[args.clock])
+    sizes = tuple(int(x) for x in args.sizes.split(","))
+    fwd_rows, fwd_notes = bench_forward(loaded, reference, args.quick, CLOCKS[args.clock], sizes)
     print("cold start:", flush=True)
-    cold_rows, cold_notes = bench_cold(2 if args.quick else args.cold_runs)
+    cold_rows, cold_notes = bench_cold(2 if args.quick else args.cold_runs, args.threads)
     mem_rows = bench_memory(loaded)
     env_line += f", load average after {os.getloadavg()[0]:.2f}"
 
@@ -280,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         "same weights. Interleaved runs, medians. Targets: module/ref <= 0.7 at 12 tokens, <= 1.0 at 512.", "",
         fwd, "", *[f"- {x}" for x in fwd_notes], "",
         f"## Cold start: new process to first attention map (median of {2 if args.quick else args.cold_runs})", "",
-        "`python -c` importing model, loading MiniLM, tracing the default sentence. Target total < 1500 ms. "
+        "`python -c` importing torch (then `torch.set_num_threads` as above), importing model, loading MiniLM, "
+        "tracing the default sentence. Target total < 1500 ms. "
         "Wall total runs from spawning the process to the first attention map (exit excluded); "
         "'interpreter' is process start-up before the first line of the script. CPU = user + system time of the "
         "child (all threads; its total and 'interpreter' include exit and idle OpenMP spinning), which a busy "
@@ -291,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     ])
     print()
     print(report)
-    Path(args.out).write_text(report)
+    out = Path(args.out)
+    if args.append and out.exists():
+        report = out.read_text() + "\n---\n\n" + report
+    out.write_text(report)
     print(f"wrote {args.out}")
     return 0
 

@@ -26,6 +26,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .examples import EXAMPLE_SENTENCES
+
 ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "seq2seq-tiny"
 CORPUS_PATH = ASSET_DIR / "corpus.txt"
 
@@ -36,16 +38,7 @@ SPECIAL_TOKENS = [PAD, UNK, BOS, EOS, *TASK_TOKENS.values()]  # ids 0.. in this 
 
 MIN_WORDS, MAX_WORDS = 3, 24
 
-# the brief's example sentences (shipped as presets; always in the evaluation set)
-BRIEF_SENTENCES = [
-    "The animal didn't cross the street because it was tired",
-    "The animal didn't cross the street because it was wide",
-    "A dog ate the food because it was hungry",
-    "I am good",
-    "I am sam",
-    "this is my car",
-    "that is not",
-]
+BRIEF_SENTENCES = EXAMPLE_SENTENCES  # the brief's example sentences: always in the evaluation set
 
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|[,.;:?!']")
 

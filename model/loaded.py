@@ -82,6 +82,18 @@ class LoadedModel:
     def encode_source(self, text: str, **kw) -> Encoded:
         return self.tokenizer.encode(text)
 
+    def pad_sources(self, texts: list[str]) -> tuple[list[list[str]], np.ndarray]:
+        """Encode each text as a source and pad to the longest: (tokens (b x n, the pad token filling short
+        rows), ids (b, n))."""
+        encs = [self.encode_source(t) for t in texts]
+        n = max(len(e) for e in encs)
+        pad_id = self.config.pad_id
+        pad_tok = self.tokenizer.id_to_token(pad_id) or "[PAD]"
+        ids = np.full((len(encs), n), pad_id, dtype=np.int64)
+        for i, e in enumerate(encs):
+            ids[i, : len(e)] = e.ids
+        return [e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids
+
     def _ids(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor([ids], dtype=torch.long, device=self.device)  # (1, n)
 
@@ -134,19 +146,13 @@ class EncoderModel(LoadedModel):
         )
 
     def padded_batch(self, texts: list[str]) -> PaddedBatch:
-        encs = [self.tokenizer.encode(t) for t in texts]
-        n = max(len(e) for e in encs)
-        pad_id = self.config.pad_id
-        pad_tok = self.tokenizer.id_to_token(pad_id) or "[PAD]"
-        ids = np.full((len(encs), n), pad_id, dtype=np.int64)
-        for i, e in enumerate(encs):
-            ids[i, : len(e)] = e.ids
-        mask = ids != pad_id
+        tokens, ids = self.pad_sources(texts)
+        mask = ids != self.config.pad_id
         with torch.inference_mode():
             t_ids = torch.as_tensor(ids, device=self.device)
             out = self.module(t_ids, attention_mask=torch.as_tensor(mask, device=self.device))
         return PaddedBatch(
-            tokens=[e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids=ids, mask=mask,
+            tokens=tokens, ids=ids, mask=mask,
             attention=_np(out.stacked["self"] if "self" in out.stacked else torch.stack(out.self_attention)),
         )
 

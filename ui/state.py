@@ -37,19 +37,11 @@ import torch
 
 from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_model
 from model.device import available_devices, resolve_device
+from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES
 from model.trace import BLOCK_LABELS, AttentionTrace
 
 _APP = Path(__file__).resolve().parents[1] / "app.py"
-DEFAULT_TEXT = "The animal didn't cross the street because it was tired"
-PRESETS = [
-    DEFAULT_TEXT,
-    "The animal didn't cross the street because it was wide",
-    "A dog ate the food because it was hungry",
-    "I am good",
-    "I am sam",
-    "this is my car",
-    "that is not",
-]
+PRESETS = EXAMPLE_SENTENCES
 MAX_TEXT_CHARS = 20_000  # the text box refuses more; a URL with more falls back to the default text
 MAX_URL_TEXT = 4_000  # longer texts are not written into the link (browsers and servers cap URL length)
 DEVICE_CHOICES = ("auto", "cpu", "cuda")

@@ -16,6 +16,8 @@ Shapes: att (L, H, n, m); one layer (H, n, m); a head (n, m).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -134,12 +136,23 @@ def token_view_lines(layer_att: np.ndarray, query: int, heads: list[int], *, top
     return out
 
 
-def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str], heads: list[int],
-               *, lecture: bool = False, top_k: int | None = None, min_weight: float = 0.01,
-               title: str = "") -> go.Figure:
-    """Two columns of tokens; per head, lines from the query (left) to the keys (right) with opacity = weight.
-    Lines are grouped per head into opacity buckets of 0.1 (one trace each), so a head is one legend entry."""
-    H, n, m = layer_att.shape
+@dataclass
+class TokenViewLayout:
+    """Where the token view draws things: the lines per head and the y position of each row / key token."""
+
+    lines: dict[int, list[tuple[int, float]]]  # head -> [(key index, weight)]
+    rows: list[int]  # query-side tokens drawn (all, or only the query on long inputs)
+    keys: list[int]  # key-side tokens drawn (all, or only those some line reaches)
+    span: int  # height of the taller column, in token slots
+    sparse: bool  # long input: only the tokens that lines reach are drawn, labelled with their positions
+    y_row: dict[int, float]
+    y_key: dict[int, float]
+
+
+def token_view_layout(layer_att: np.ndarray, query: int, heads: list[int], *, top_k: int | None = None,
+                      min_weight: float = 0.01) -> TokenViewLayout:
+    """Shared by the browser (plotly) and the export (matplotlib) token views. layer_att (H, n, m)."""
+    _, n, m = layer_att.shape
     if not 0 <= query < n:
         raise ValueError(f"query token {query} is outside 0-{n - 1}")
     long_input = max(n, m) > ALL_TOKENS_MAX
@@ -148,8 +161,19 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
     keys = list(range(m)) if not long_input else sorted({j for pairs in lines.values() for j, _ in pairs})
     rows = list(range(n)) if not long_input else [query]
     span = max(len(keys), len(rows), 2) - 1
-    ypos_k = {j: -i * span / max(len(keys) - 1, 1) for i, j in enumerate(keys)}
-    ypos_r = {i: -k * span / max(len(rows) - 1, 1) for k, i in enumerate(rows)}
+    return TokenViewLayout(lines, rows, keys, span, long_input,
+                           y_row={i: -k * span / max(len(rows) - 1, 1) for k, i in enumerate(rows)},
+                           y_key={j: -i * span / max(len(keys) - 1, 1) for i, j in enumerate(keys)})
+
+
+def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str], heads: list[int],
+               *, lecture: bool = False, top_k: int | None = None, min_weight: float = 0.01,
+               title: str = "") -> go.Figure:
+    """Two columns of tokens; per head, lines from the query (left) to the keys (right) with opacity = weight.
+    Lines are grouped per head into opacity buckets of 0.1 (one trace each), so a head is one legend entry."""
+    lay = token_view_layout(layer_att, query, heads, top_k=top_k, min_weight=min_weight)
+    lines, keys, rows, span, ypos_k, ypos_r = lay.lines, lay.keys, lay.rows, lay.span, lay.y_key, lay.y_row
+    long_input = lay.sparse
     data: list[dict] = []
     for h in heads:
         colour = head_colour(h)
@@ -230,15 +254,8 @@ def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col
 
     from .export import _font_family, _short
 
-    H, n, m = layer_att.shape
-    long_input = max(n, m) > ALL_TOKENS_MAX
-    lines = token_view_lines(layer_att, query, heads, top_k=top_k if top_k else (20 if long_input else None),
-                             min_weight=min_weight)
-    keys = list(range(m)) if not long_input else sorted({j for pairs in lines.values() for j, _ in pairs})
-    rows = list(range(n)) if not long_input else [query]
-    span = max(len(keys), len(rows), 2) - 1
-    yk = {j: -i * span / max(len(keys) - 1, 1) for i, j in enumerate(keys)}
-    yr = {i: -k * span / max(len(rows) - 1, 1) for k, i in enumerate(rows)}
+    lay = token_view_layout(layer_att, query, heads, top_k=top_k, min_weight=min_weight)
+    lines, keys, rows, span, yk, yr = lay.lines, lay.keys, lay.rows, lay.span, lay.y_key, lay.y_row
     plt.rcParams["font.family"] = _font_family()
     fig, ax = plt.subplots(figsize=(8, max(4, 0.32 * (span + 1) + 1.5)), dpi=150)
     for h in heads:

@@ -61,18 +61,13 @@ def _np(x: torch.Tensor) -> np.ndarray:
 
 def padded_run(loaded, texts: list[str]) -> PaddedRun:
     """Tokenize each text, pad to the longest, run the model's embedding + encoder with the padding mask."""
-    encs = [loaded.encode_source(t) for t in texts]
-    n = max(len(e) for e in encs)
+    tokens, ids = loaded.pad_sources(texts)
     pad_id = loaded.config.pad_id
-    pad_tok = loaded.tokenizer.id_to_token(pad_id) or "[PAD]"
-    ids = np.full((len(encs), n), pad_id, dtype=np.int64)
-    for i, e in enumerate(encs):
-        ids[i, : len(e)] = e.ids
     with torch.inference_mode():
         t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
         key_mask = padding_mask(t_ids, pad_id)  # (b, 1, 1, n)
         out = loaded.module.encoder(loaded.source_embedding(t_ids), key_mask, record=True)
-    return PaddedRun(tokens=[e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids=ids, mask=ids != pad_id,
+    return PaddedRun(tokens=tokens, ids=ids, mask=ids != pad_id,
                      hidden=torch.stack(out.hidden_states), attention=_np(torch.stack(out.self_attention)))
 
 

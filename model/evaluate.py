@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -135,15 +136,18 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1000, help="held-out inputs per task (default 1000)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="a directory written by `python -m model.train --out DIR` (default: the shipped assets)")
     args = p.parse_args(argv)
-    from .registry import load_model
-    from .seq2seq import NAME, read_config
+    from .device import resolve_device
+    from .seq2seq import NAME, load_seq2seq_tiny, read_config
 
-    loaded = load_model(NAME, args.device)
+    loaded = load_seq2seq_tiny(resolve_device(args.device), args.checkpoint)
     texts = heldout(args.n)
     results = evaluate_loaded(loaded, texts)
     print(f"{NAME}: {len(texts)} held-out inputs of 3 to 24 words per task (the brief's sentences included)")
-    print(format_report(results, read_config().get("alignment", {"layer": -1, "head": "mean"})))
+    config = read_config(args.checkpoint) if args.checkpoint else read_config()
+    print(format_report(results, config.get("alignment", {"layer": -1, "head": "mean"})))
     tok = loaded.tokenizer.id_to_token
     for r in results.values():
         for want, got in r.failures[:3]:

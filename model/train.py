@@ -137,7 +137,7 @@ def load_state(run_dir: Path, model: Transformer, opt: torch.optim.Adam, gen: to
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m model.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=4000, help="optimizer steps in all (default 4000)")
+    p.add_argument("--steps", type=int, default=4800, help="optimizer steps in all (default 4800)")
     p.add_argument("--batch-size", type=int, default=96, help="sentences per step (default 96)")
     p.add_argument("--warmup", type=int, default=800, help="warm-up steps of the schedule (default 800)")
     p.add_argument("--lr-factor", type=float, default=1.0, help="factor in front of the schedule (default 1)")

@@ -36,6 +36,9 @@ test: $(DEV_STAMP)
 
 bench: $(DEV_STAMP)
 	$(PY) bench/bench_model.py
+	$(PY) bench/bench_model.py --threads 2 --append
+	$(PY) bench/bench_app.py
+	$(PY) bench/bench_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -5,6 +5,8 @@ Presets (minGPT style):
   Need", Table 3: d_model 512, h 8, 6 + 6 layers, d_ff 2048, dropout 0.1.
 - ``minilm-l6``: the shape of all-MiniLM-L6-v2 (a BERT-family encoder): hidden
   384, 12 heads, 6 layers, d_ff 1536, exact GELU, learned positions.
+- ``seq2seq-tiny``: the paper's recipe at CPU size (d_model 128, 4 heads, 2 + 2 layers, d_ff 512),
+  trained here on copy / reverse / swap.
 - ``tiny``: a few thousand parameters, for tests.
 """
 
@@ -81,6 +83,17 @@ PRESETS: dict[str, TransformerConfig] = {
         embedding_layer_norm=True,
         scale_embeddings=False,
         tie_embeddings=False,
+    ),
+    # the paper's recipe at CPU size, trained here on copy / reverse / swap (model/train.py)
+    "seq2seq-tiny": TransformerConfig(
+        d_model=128,
+        n_heads=4,  # d_k 32
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=512,
+        dropout=0.1,
+        vocab_size=4000,  # WordPiece entries, specials and task tokens included
+        max_positions=64,  # source: task + text tokens + <eos>; target: <bos> + text tokens + <eos>
     ),
     "tiny": TransformerConfig(
         d_model=16,

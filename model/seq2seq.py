@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from .config import TransformerConfig
+from .config import PRESETS, TransformerConfig
 from .data import ASSET_DIR, BOS, BRIEF_SENTENCES, CORPUS_PATH, EOS, SPECIAL_TOKENS, TASK_TOKENS, TASKS, UNK
 from .errors import InputError, WeightsError
 from .loaded import Seq2SeqModel
@@ -29,28 +29,13 @@ from .transformer import Transformer
 from .weights import load_checkpoint
 
 NAME = "seq2seq-tiny"
-VOCAB_SIZE = 4000  # WordPiece entries, specials and task tokens included
+VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # WordPiece entries, specials and task tokens included
 # longest source text in tokens; longer input is truncated with a notice. Training sentences (3-24 words) have
 # at most 33 tokens and few above 26, so accuracy falls off beyond that: the limit keeps inputs in range.
 MAX_TEXT_TOKENS = 32
 FIX = "run `python -m model.train` to rebuild assets/seq2seq-tiny/, or restore it from git"
 
-# d_model 128, 4 heads (d_k 32), 2 + 2 layers, d_ff 512: the paper's recipe at CPU size
-SEQ2SEQ_TINY = TransformerConfig(
-    d_model=128,
-    n_heads=4,
-    n_encoder_layers=2,
-    n_decoder_layers=2,
-    d_ff=512,
-    dropout=0.1,
-    vocab_size=VOCAB_SIZE,
-    max_positions=64,  # source: task + text tokens + <eos>; target: <bos> + text tokens + <eos>
-    activation="relu",
-    positional="sinusoidal",
-    scale_embeddings=True,
-    tie_embeddings=True,
-    pad_id=0,
-)
+SEQ2SEQ_TINY = PRESETS["seq2seq-tiny"]  # d_model 128, 4 heads, 2 + 2 layers, d_ff 512 (model/config.py)
 
 
 def build_tokenizer(words: list[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:

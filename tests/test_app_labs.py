@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from apptest_support import assert_ok as _ok
+from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -29,14 +31,8 @@ def _page(page: str, **state) -> AppTest:
     return at.run()
 
 
-def _charts(at) -> list[str]:
-    """Each chart's spec as JSON text with characters unescaped (plotly writes < as \\u003c)."""
-    return [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
 
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 @pytest.mark.parametrize("page,n_charts", [("pages/positional.py", 9), ("pages/masks.py", 11),

@@ -2,10 +2,11 @@
 real): the default sentence, hostile inputs, and the step slider, task and teacher-forcing switch change the
 drawing."""
 
-import json
 from pathlib import Path
 
 import pytest
+from apptest_support import assert_ok as _ok
+from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -28,13 +29,8 @@ def _page(text: str | None = None) -> AppTest:
     return at
 
 
-def _charts(at) -> list[str]:
-    return [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
 
 
-def _ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def test_default_sentence_decodes_and_draws():

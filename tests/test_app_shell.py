@@ -4,6 +4,7 @@ survives page switches, lecture mode, and the error boundary that turns exceptio
 from pathlib import Path
 
 import pytest
+from apptest_support import assert_ok as _ok
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,9 +24,6 @@ def _qp(at, key):
     return v[0] if isinstance(v, list) else v
 
 
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def test_default_view_and_url_mirror():

@@ -7,7 +7,7 @@ import streamlit as st
 
 from model.errors import HeadlightError
 from ui.downloads import download_buttons
-from ui.state import get_model, keep, sidebar
+from ui.state import get_model, sidebar
 from viz import masks as vm
 from viz.export import heatmap_figure
 from viz.heatmap import mpl_plain
@@ -47,7 +47,6 @@ def draw_stages(prefix, stages, rows, cols, title, text):
 
 
 view = sidebar()
-keep("mask_second", "mask_lookahead", "mask_pads", "mask_row")
 st.title("Mask lab")
 st.markdown("Masks are boolean, **True = may attend**. Blocked scores become −∞ before the softmax, "
             "so blocked keys receive weight exactly 0 and every row still sums to 1.")
@@ -56,13 +55,13 @@ st.header("Padding mask on a batch")
 b1, b2 = st.columns(2)
 b1.button("Preset: “this is my car” / “that is not”", key="mask_preset_pad", on_click=_preset,
           args=("this is my car", "that is not"))
-second = b2.text_input("Second sentence (padded to the first one's length)", key="mask_second")
+second = b2.text_input("Second sentence (padded to the first one's length)", key="mask_second", persist_state="session")
 if view.trace is None or not second.strip():
     st.info("Type a sentence in the sidebar and a second one here to build a padded batch.")
 else:
     run = padded(view.model_name, view.device, view.text, second)
     st.plotly_chart(vm.batch_mask_heatmap(run.tokens, run.mask, big=view.lecture), key="mask_batch")
-    row = st.radio("Show sentence", [0, 1], index=1, horizontal=True, key="mask_row",
+    row = st.radio("Show sentence", [0, 1], index=1, horizontal=True, key="mask_row", persist_state="session",
                    format_func=lambda i: f"{i + 1}: {'padded' if not run.mask[i].all() else 'no padding'}")
     layer = min(view.layer, len(run.attention) - 1)
     stages = vm.padded_stages(view.model, run, layer, view.head, row)
@@ -72,8 +71,8 @@ else:
 
 st.header("Look-ahead (causal) mask and the combined decoder mask")
 c1, c2, c3 = st.columns([2, 1, 1])
-sentence = c1.text_input("Decoder sentence", key="mask_lookahead")
-n_pad = c2.number_input("<pad> tokens", 0, 8, 1, key="mask_pads")
+sentence = c1.text_input("Decoder sentence", key="mask_lookahead", persist_state="session")
+n_pad = c2.number_input("<pad> tokens", 0, 8, 1, key="mask_pads", persist_state="session")
 c3.button("Preset: “I am sam”", key="mask_preset_sam", on_click=lambda: st.session_state.update(
     {"mask_lookahead": "I am sam", "mask_pads": 1}))
 words = sentence.split()[:64] + ["<pad>"] * int(n_pad)

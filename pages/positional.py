@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.errors import HeadlightError
 from ui.downloads import download_buttons
-from ui.state import get_model, keep, sidebar
+from ui.state import get_model, sidebar
 from viz import positional as vp
 from viz.export import heatmap_figure
 from viz.heatmap import mpl_plain, pooling_note
@@ -40,14 +40,13 @@ def export(key, matrix, rows, cols, title, subtitle="", **kw):
 
 
 view = sidebar()
-keep("pe_n", "pe_d", "pe_dims", "pe_cosine")
 big = view.lecture
 st.title("Positional-encoding lab")
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 c1, c2 = st.columns(2)
-n = c1.slider("Positions", 1, vp.MAX_POSITIONS, 50, key="pe_n")
-d = c2.slider("d_model", 2, vp.MAX_D_MODEL, 128, step=2, key="pe_d")
+n = c1.slider("Positions", 1, vp.MAX_POSITIONS, 50, key="pe_n", persist_state="session")
+d = c2.slider("d_model", 2, vp.MAX_D_MODEL, 128, step=2, key="pe_d", persist_state="session")
 pe = pe_table(n, d)
 st.plotly_chart(vp.pe_heatmap(pe, big=big), key="pe_heat")
 st.caption(pooling_note(pe.shape, 384) or "Every value lies in [−1, 1]; even columns are sines, odd columns cosines.")
@@ -57,13 +56,13 @@ export("pe-table", pe, list(range(n)), list(range(d)), f"Sinusoidal PE · {n} po
 st.subheader("Dimensions as curves")
 dims_ok = [j for j in st.session_state.get("pe_dims", vp.default_dims(d)) if j < d]
 st.session_state["pe_dims"] = dims_ok or vp.default_dims(d)
-dims = st.multiselect("Dimensions", list(range(d)), key="pe_dims", help="Low dimensions turn fast, high ones slowly.")
+dims = st.multiselect("Dimensions", list(range(d)), key="pe_dims", persist_state="session", help="Low dimensions turn fast, high ones slowly.")
 st.plotly_chart(vp.pe_curves(pe, dims, big=big), key="pe_curves")
 download_buttons("pe-curves", lambda: vp.curves_figure(pe, dims), pe[:, dims], list(range(n)),
                  [f"dim {j}" for j in dims], "pe-curves")
 
 st.subheader("Position-to-position similarity")
-cosine = st.toggle("Cosine similarity (instead of raw dot products)", key="pe_cosine")
+cosine = st.toggle("Cosine similarity (instead of raw dot products)", key="pe_cosine", persist_state="session")
 sim = pe_similarity(n, d, cosine)
 st.plotly_chart(vp.similarity_heatmap(sim, title=f"PE · PEᵀ ({n} × {n})", cosine=cosine, big=big), key="pe_sim")
 st.caption("Nearby positions have similar vectors and the similarity depends only on the distance: "

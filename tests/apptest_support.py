@@ -14,3 +14,17 @@ def assert_ok(at) -> None:
     """The run raised nothing and showed no st.error."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+# text a user might type that must never produce a traceback or run as HTML (the union of what every page is fed)
+HOSTILE = {
+    "empty": "",
+    "whitespace": "   \n\t ",
+    "script": "<script>alert(1)</script>",
+    "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
+    "emoji": "The 🐶 didn't cross 🚗🚗 because it was 😴",
+    "arabic": "لم يعبر الحيوان الشارع لأنه كان متعبا",
+    "hebrew": "החיה לא חצתה את הרחוב כי היא הייתה עייפה",
+    "rtl_mixed": "لم يعبر الحيوان الشارع لأنه كان متعبا החיה לא חצתה",
+    "zero_width_control": "it\u200bwas\u200d tired\x00\x07 ok $\\frac$",
+}

@@ -6,21 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from apptest_support import HOSTILE
 from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-HOSTILE = {
-    "empty": "",
-    "whitespace": "   \n\t ",
-    "script": "<script>alert(1)</script>",
-    "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
-    "emoji": "The 🐶 didn't cross 🚗🚗 because it was 😴",
-    "arabic": "لم يعبر الحيوان الشارع لأنه كان متعبا",
-    "hebrew": "החיה לא חצתה את הרחוב כי היא הייתה עייפה",
-    "zero_width_control": "it\u200bwas\u200d tired\x00\x07 ok",
-}
 
 
 def _app(**params) -> AppTest:

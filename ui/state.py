@@ -51,7 +51,6 @@ RENDER_MS: collections.deque = collections.deque(maxlen=256)  # (page, server-si
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET = (
     "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset")
 _URL_DONE, _URL_NOTICES, _PENDING, _TRACE_KEY = "_hl_url_done", "_hl_url_notices", "_hl_pending", "_hl_trace_key"
-_KEPT = "_hl_kept"  # page-specific widget keys registered with keep()
 _CALLBACK_ERROR = "_hl_callback_error"
 SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK)
 
@@ -288,23 +287,6 @@ def _ensure_app_shell() -> None:
         st.rerun()
 
 
-def keep(*keys: str) -> None:
-    """Keep a page's own input widgets across page switches (Streamlit resets a widget whose page was left);
-    only for value widgets (sliders, inputs, toggles), never buttons or charts."""
-    ss = st.session_state
-    kept = ss.setdefault(_KEPT, set())
-    kept.update(keys)
-    _reassert(kept)
-
-
-def _reassert(keys) -> None:
-    """Turn widget state into plain session state for this run, so it outlives a run where the widget is absent."""
-    ss = st.session_state
-    for k in keys:
-        if k in ss:
-            ss[k] = ss[k]
-
-
 # ---- the sidebar -----------------------------------------------------------------------------------------------
 def sidebar() -> View:
     """Draw the shared controls, sync them with the URL, return the View every page reads."""
@@ -312,9 +294,9 @@ def sidebar() -> View:
     ss = st.session_state
     if not ss.get(_URL_DONE):
         _read_url()
-    # re-assert: Streamlit would reset these widgets on a page switch (new widget ids), and drop a page's own
-    # inputs (registered with keep()) on a run of another page
-    _reassert([*SHARED_KEYS, *ss.get(_KEPT, ())])
+    for k in SHARED_KEYS:  # re-assert: Streamlit would reset these widgets on a page switch (new widget ids)
+        if k in ss:
+            ss[k] = ss[k]
     ss.setdefault(K_TEXT, DEFAULT_TEXT)
     models = available_models()
     if ss.get(K_MODEL) not in models:

@@ -1,4 +1,4 @@
-"""Scaled dot-product and multi-head attention that *return* their weights.
+"""Scaled dot-product and multi-head attention that *return* every stage.
 
 Vaswani et al. 2017, eq. (1):  Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 Multi-head (section 3.2.2): head_i = Attention(X W_Q^i, X W_K^i, X W_V^i),
@@ -10,12 +10,15 @@ Notation in shape comments (x-transformers style):
 Weights are returned, never kept on a module: one cached model serves every
 user of the app, so any state on a module would be a race. The fused
 ``F.scaled_dot_product_attention`` is deliberately not used: it returns no
-weights, and every path here may be drawn.
+weights, and every path here may be drawn. This one function is what the model
+runs and what the step-by-step view and the mask lab show (they read the stages
+of the model's own forward, see ``record``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +27,8 @@ from torch import nn
 
 from .config import TransformerConfig
 
+ABLATION_MODES = ("zero", "mean", "keep")
+
 
 @dataclass
 class AttentionStages:
@@ -31,7 +36,7 @@ class AttentionStages:
 
     scores: torch.Tensor  # Q K^T
     scaled: torch.Tensor  # Q K^T / sqrt(d_k)
-    masked: torch.Tensor  # scaled, blocked cells = -inf (exactly what softmax sees, for display)
+    masked: torch.Tensor  # scaled, blocked cells = -inf (what the softmax sees)
     weights: torch.Tensor  # softmax(masked): rows sum to 1, blocked cells exactly 0
     output: torch.Tensor  # (b, h, n, k) weights @ V
 
@@ -41,55 +46,49 @@ def scaled_dot_product_attention(
     k: torch.Tensor,  # (b, h, m, k)
     v: torch.Tensor,  # (b, h, m, k)
     mask: torch.Tensor | None = None,  # bool, True = may attend, broadcasts to (b, h, n, m)
-    *,
-    dropout: float = 0.0,
-    return_stages: bool = False,
-    out: torch.Tensor | None = None,  # optional (b, h, n, m) buffer that receives the weights (no autograd)
-):
-    """Return ``(output, weights)``, or the full :class:`AttentionStages` when asked.
-    With `out`, the weights are computed in that tensor (a layer's slice of one
-    (L, b, h, n, m) block), so collecting every layer's map needs no copy."""
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    if return_stages:
-        return _stages(q, k, v, mask, scale)
-    # Fast path, same numbers up to float rounding: scale Q (n x k) rather than the
-    # scores (n x m), and reuse the one (b, h, n, m) buffer for the mask and the
-    # softmax, so each call allocates a single score-sized tensor (the weights).
-    # (b, h, n, m), already / sqrt(d_k)
-    scores = torch.matmul(q * scale, k.transpose(-2, -1), **({} if out is None else {"out": out}))
+    dropout: float = 0.0,  # on the weights, training only
+) -> AttentionStages:
+    scores = q @ k.transpose(-2, -1)  # (b, h, n, m)
+    scaled = scores / math.sqrt(q.shape[-1])
+    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
     if mask is not None:
-        # dtype-min rather than -inf: identical after softmax (exp underflows to
-        # exactly 0) but a row with every key blocked can never turn into NaN.
-        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
-    if scores.requires_grad:
-        weights = scores.softmax(dim=-1)  # (b, h, n, m)
-    else:
-        weights = torch.softmax(scores, dim=-1, out=scores)  # in place: no autograd graph to keep
+        # blocked keys get exactly 0; a row whose keys are all blocked (softmax of all -inf is NaN) attends nowhere
+        weights = weights.masked_fill(~mask, 0.0)
     if dropout > 0.0:
         weights = F.dropout(weights, dropout, training=True)
-    output = torch.matmul(weights, v)  # (b, h, n, k)
-    return output, weights
+    output = weights @ v  # (b, h, n, k)
+    return AttentionStages(scores, scaled, masked, weights, output)
 
 
-def _stages(q, k, v, mask, scale) -> AttentionStages:
-    """The lecture's walk-through, one named tensor per stage (no dropout)."""
-    scores = torch.matmul(q, k.transpose(-2, -1))  # (b, h, n, m)
-    scaled = scores * scale
-    if mask is not None:
-        logits = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min)
-        masked = scaled.masked_fill(~mask, float("-inf"))
-    else:
-        logits = masked = scaled
-    weights = logits.softmax(dim=-1)  # (b, h, n, m)
-    output = torch.matmul(weights, v)  # (b, h, n, k)
-    return AttentionStages(scores=scores, scaled=scaled, masked=masked, weights=weights, output=output)
+@dataclass(frozen=True)
+class HeadAblation:
+    """Head surgery on one attention sublayer, applied to the per-head outputs Z_i before Concat and W_O:
+    ``zero`` sets the chosen heads' Z_i to 0, ``mean`` replaces each by its mean over positions, ``keep`` zeroes
+    every head but the chosen ones. W_O's bias b_O is untouched."""
+
+    heads: tuple[int, ...]
+    mode: str = "zero"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ABLATION_MODES:
+            raise ValueError(f"unknown ablation {self.mode!r}; use one of {ABLATION_MODES}")
+
+    def __call__(self, z: torch.Tensor) -> torch.Tensor:
+        """z (b, h, n, k) -> (b, h, n, k)"""
+        chosen = torch.zeros(z.shape[1], dtype=torch.bool, device=z.device)
+        chosen[list(self.heads)] = True
+        if self.mode == "keep":
+            chosen = ~chosen
+        replacement = z.mean(dim=2, keepdim=True).expand_as(z) if self.mode == "mean" else torch.zeros_like(z)
+        return torch.where(chosen[None, :, None, None], replacement, z)
 
 
 @dataclass
 class AttentionResult:
     output: torch.Tensor  # (b, n, d) after W_O
     weights: torch.Tensor  # (b, h, n, m)
-    record: dict | None = None  # on request: q, k, v (b, h, *, k), z (b, n, d) = concat of heads
+    record: dict | None = None  # on request: q, k, v (b, h, *, k), stages, heads (b, h, n, k), z (b, n, d)
 
 
 class MultiHeadAttention(nn.Module):
@@ -105,6 +104,11 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(config.d_model, 3 * config.d_model)
         self.out_proj = nn.Linear(config.d_model, config.d_model)  # W_O
 
+    def split_heads(self, t: torch.Tensor) -> torch.Tensor:
+        """(b, n, d) -> (b, h, n, k)"""
+        b, n, _ = t.shape
+        return t.view(b, n, self.n_heads, -1).transpose(1, 2)
+
     def forward(
         self,
         x: torch.Tensor,  # (b, n, d) queries come from here
@@ -112,24 +116,20 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,  # bool, broadcasts to (b, h, n, m)
         *,
         record: bool = False,
-        weights_out: torch.Tensor | None = None,  # (b, h, n, m) buffer for the weights, inference only
+        ablation: HeadAblation | None = None,
     ) -> AttentionResult:
-        d, h = self.d_model, self.n_heads
-        b, n, _ = x.shape
+        d = self.d_model
         w, bias = self.in_proj.weight, self.in_proj.bias
-        if memory is None:
-            qkv = F.linear(x, w, bias).view(b, n, 3, h, -1)  # (b, n, 3, h, k): one matmul for Q, K, V
-            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (b, h, n, k), views
-        else:
-            q = F.linear(x, w[:d], bias[:d]).view(b, n, h, -1).transpose(1, 2)  # (b, h, n, k)
-            kv = F.linear(memory, w[d:], bias[d:]).view(b, memory.shape[1], 2, h, -1)  # (b, m, 2, h, k)
-            k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x (b, h, m, k)
-        p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, out=weights_out)
-        z = out.transpose(1, 2).reshape(b, n, d)  # (b, n, h*k): Concat(head_1..head_h)
-        output = F.linear(z, self.out_proj.weight, self.out_proj.bias)  # (b, n, d): Concat(...) W_O + b_O
-        rec = {"q": q, "k": k, "v": v, "z": z} if record else None
-        return AttentionResult(output, weights, rec)
+        src = x if memory is None else memory
+        q = self.split_heads(F.linear(x, w[:d], bias[:d]))  # (b, h, n, k) = X W_Q
+        k = self.split_heads(F.linear(src, w[d : 2 * d], bias[d : 2 * d]))  # (b, h, m, k) = X W_K (or memory)
+        v = self.split_heads(F.linear(src, w[2 * d :], bias[2 * d :]))  # (b, h, m, k) = X W_V (or memory)
+        stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
+        heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
+        z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
+        output = self.out_proj(z)  # (b, n, d): Concat(...) W_O + b_O
+        rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z} if record else None
+        return AttentionResult(output, stages.weights, rec)
 
     def projection_matrices(self) -> dict[str, torch.Tensor]:
         """W_Q, W_K, W_V, W_O in the lecture's x @ W convention, each (d, d);
@@ -140,3 +140,8 @@ class MultiHeadAttention(nn.Module):
             "W_Q": w[:d].T, "W_K": w[d : 2 * d].T, "W_V": w[2 * d :].T, "W_O": self.out_proj.weight.T,
             "b_Q": b[:d], "b_K": b[d : 2 * d], "b_V": b[2 * d :], "b_O": self.out_proj.bias,
         }
+
+
+def record_wanted(record: bool | Iterable[int], layer: int) -> bool:
+    """record=True: every layer; a collection of layer indices: those only."""
+    return bool(record) and (record is True or layer in record)

@@ -12,7 +12,7 @@ from torch import nn
 
 from .config import TransformerConfig
 from .embeddings import Embedding
-from .layers import Encoder, StackOutput
+from .layers import Encoder, StackOutput, stack_ablations
 
 
 class BertEncoder(nn.Module):
@@ -30,9 +30,12 @@ class BertEncoder(nn.Module):
         type_ids: torch.Tensor | None = None,  # (b, n) segment ids (0 / 1)
         attention_mask: torch.Tensor | None = None,  # (b, n) bool/int, 1 = real token, 0 = padding
         *,
-        record: bool = False,
+        record: bool | set[int] = False,  # True, or the layers whose every stage to keep
+        hidden: bool = False,  # keep the L+1 hidden states (also kept when recording)
+        ablations: dict | None = None,  # {("encoder", layer): HeadAblation}
     ) -> StackOutput:
         mask = None
         if attention_mask is not None and not bool(attention_mask.all()):
             mask = attention_mask.bool()[:, None, None, :]  # (b, 1, 1, n): True = may attend
-        return self.encoder(self.embed(ids, type_ids), mask, record=record)
+        abl = stack_ablations(ablations, {"self": "encoder"}, len(self.encoder.layers))
+        return self.encoder(self.embed(ids, type_ids), mask, record=record, hidden=hidden, ablations=abl)

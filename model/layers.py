@@ -6,7 +6,10 @@ The same layer serves the paper's model (ReLU FFN) and BERT/MiniLM (exact
 GELU, eps 1e-12), which is also post-LN. One stack class; the decoder layer adds
 masked self-attention and encoder-decoder attention.
 
-Notation: b batch, h heads, n target/query length, m source/key length, d d_model.
+With ``record``, a layer returns every intermediate of its sublayers (the tour and
+the step-by-step view read these, so they show the model's own numbers).
+
+Notation: b batch, h heads, n target/query length, m source/key length, d d_model, f d_ff.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import HeadAblation, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
 
 
@@ -30,23 +33,31 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(config.d_ff, config.d_model)
         self.act = F.relu if config.activation == "relu" else F.gelu  # F.gelu default is exact erf
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(b, n, d) -> (b, n, d_ff) -> (b, n, d); F.linear directly: two module calls fewer per layer."""
-        h = self.act(F.linear(x, self.linear1.weight, self.linear1.bias))  # (b, n, d_ff)
-        return F.linear(h, self.linear2.weight, self.linear2.bias)
+    def forward(self, x: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+        """(b, n, d) -> (b, n, f) -> (b, n, d); `record` (a dict) receives the hidden layer before and after act."""
+        pre = self.linear1(x)  # (b, n, f) = x W_1 + b_1
+        act = self.act(pre)
+        if record is not None:
+            record.update(ffn_pre=pre, ffn_act=act)
+        return self.linear2(act)  # (b, n, d)
 
 
-class _Residual(nn.Module):
-    """Shared by both layer types: Dropout on a sublayer output, skipped outright in
-    eval mode (where it is the identity) to save a module call per sublayer."""
+class _Sublayers(nn.Module):
+    """Add & Norm around each sublayer; dropout on the sublayer output (identity in eval)."""
 
     drop: nn.Dropout
 
-    def _drop(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop(x) if self.training and self.drop.p > 0 else x
+    def add_norm(self, x, out, norm: nn.LayerNorm, rec: dict | None, name: str) -> torch.Tensor:
+        """LayerNorm(x + Dropout(out)); `rec` receives f"{name}_in" (the sublayer's output), f"{name}_sum" and
+        f"{name}" (the normalised result)."""
+        s = x + (self.drop(out) if self.training and self.drop.p > 0 else out)
+        y = norm(s)
+        if rec is not None:
+            rec.update({f"{name}_in": out, f"{name}_sum": s, name: y})
+        return y
 
 
-class EncoderLayer(_Residual):
+class EncoderLayer(_Sublayers):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config)
@@ -55,15 +66,16 @@ class EncoderLayer(_Residual):
         self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x, mask=None, *, record=False, weights_out=None):
-        """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult}); weights_out: {"self": (b, h, n, n)} buffers"""
-        a = self.self_attn(x, mask=mask, record=record, weights_out=(weights_out or {}).get("self"))
-        x = self.norm1(x + self._drop(a.output))  # Add & Norm
-        x = self.norm2(x + self._drop(self.ffn(x)))  # Add & Norm
-        return x, {"self": a}
+    def forward(self, x, mask=None, *, record=False, ablation: dict[str, HeadAblation] | None = None):
+        """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult, "layer": sublayer record when recording})"""
+        rec = {"x": x} if record else None
+        a = self.self_attn(x, mask=mask, record=record, ablation=(ablation or {}).get("self"))
+        x = self.add_norm(x, a.output, self.norm1, rec, "norm1")  # Add & Norm
+        x = self.add_norm(x, self.ffn(x, rec), self.norm2, rec, "norm2")  # Add & Norm
+        return x, {"self": a, **({"layer": rec} if record else {})}
 
 
-class DecoderLayer(_Residual):
+class DecoderLayer(_Sublayers):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config)  # masked: padding + look-ahead
@@ -74,15 +86,17 @@ class DecoderLayer(_Residual):
         self.norm3 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False, weights_out=None):
-        """x (b, n, d), memory (b, m, d) -> (x, {"self": ..., "cross": ...})"""
-        buf = weights_out or {}
-        a = self.self_attn(x, mask=self_mask, record=record, weights_out=buf.get("self"))
-        x = self.norm1(x + self._drop(a.output))
-        c = self.cross_attn(x, memory, mask=memory_mask, record=record, weights_out=buf.get("cross"))
-        x = self.norm2(x + self._drop(c.output))
-        x = self.norm3(x + self._drop(self.ffn(x)))
-        return x, {"self": a, "cross": c}
+    def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False,
+                ablation: dict[str, HeadAblation] | None = None):
+        """x (b, n, d), memory (b, m, d) -> (x, {"self": ..., "cross": ..., "layer": record when recording})"""
+        rec = {"x": x, "memory": memory} if record else None
+        abl = ablation or {}
+        a = self.self_attn(x, mask=self_mask, record=record, ablation=abl.get("self"))
+        x = self.add_norm(x, a.output, self.norm1, rec, "norm1")
+        c = self.cross_attn(x, memory, mask=memory_mask, record=record, ablation=abl.get("cross"))
+        x = self.add_norm(x, c.output, self.norm2, rec, "norm2")
+        x = self.add_norm(x, self.ffn(x, rec), self.norm3, rec, "norm3")
+        return x, {"self": a, "cross": c, **({"layer": rec} if record else {})}
 
 
 @dataclass
@@ -90,11 +104,9 @@ class StackOutput:
     hidden: torch.Tensor  # (b, n, d) output of the last layer
     self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, n)
     cross_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, m)
-    hidden_states: list[torch.Tensor] = field(default_factory=list)  # on request: L+1 x (b, n, d)
-    records: list[dict] = field(default_factory=list)  # on request: per layer {"self": {...}, "cross": {...}}
-    # without autograd, every layer's weights are slices of one block per kind, (L, b, h, n, m):
-    # `self_attention[i]` is `stacked["self"][i]`, so stacking them later needs no copy
-    stacked: dict[str, torch.Tensor] = field(default_factory=dict)
+    hidden_states: list[torch.Tensor] = field(default_factory=list)  # when recording: L+1 x (b, n, d)
+    # when recording: layer -> {"self": AttentionResult (with .record), "cross"?: ..., "layer": sublayer dict}
+    records: dict[int, dict] = field(default_factory=dict)
 
 
 class LayerStack(nn.Module):
@@ -106,28 +118,25 @@ class LayerStack(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(self.layer_cls(config) for _ in range(n_layers))
 
-    def key_lengths(self, x, *args) -> dict[str, int]:
-        """Key length m of each attention kind in a layer: {"self": n} (+ {"cross": m} in the decoder)."""
-        return {"self": x.shape[1]}
-
-    def forward(self, x, *args, record: bool = False) -> StackOutput:
+    def forward(self, x, *args, record: bool | set[int] = False, hidden: bool = False,
+                ablations: dict[int, dict[str, HeadAblation]] | None = None) -> StackOutput:
+        """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
+        input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
+        ablations: {layer: {"self" | "cross": HeadAblation}}."""
         out = StackOutput(hidden=x)
-        if not torch.is_grad_enabled():  # inference: one (L, b, h, n, m) block per kind, filled in place
-            b, n, _ = x.shape
-            h = self.layers[0].self_attn.n_heads
-            out.stacked = {kind: x.new_empty(len(self.layers), b, h, n, m)
-                           for kind, m in self.key_lengths(x, *args).items()}
-        if record:
+        keep_hidden = hidden or bool(record)
+        if keep_hidden:
             out.hidden_states.append(x)
         for i, layer in enumerate(self.layers):
-            bufs = {kind: t[i] for kind, t in out.stacked.items()} or None
-            x, attn = layer(x, *args, record=record, weights_out=bufs)
+            want = record_wanted(record, i)
+            x, attn = layer(x, *args, record=want, ablation=(ablations or {}).get(i))
             out.self_attention.append(attn["self"].weights)
             if "cross" in attn:
                 out.cross_attention.append(attn["cross"].weights)
-            if record:
+            if keep_hidden:
                 out.hidden_states.append(x)
-                out.records.append({kind: r.record for kind, r in attn.items()})
+            if want:
+                out.records[i] = attn
         out.hidden = x
         return out
 
@@ -139,5 +148,18 @@ class Encoder(LayerStack):
 class Decoder(LayerStack):
     layer_cls = DecoderLayer
 
-    def key_lengths(self, x, memory, *args) -> dict[str, int]:
-        return {"self": x.shape[1], "cross": memory.shape[1]}
+
+def stack_ablations(ablations, kinds: dict[str, str], n_layers: int) -> dict[int, dict[str, HeadAblation]]:
+    """{(block, layer): HeadAblation} -> {layer: {kind: HeadAblation}} for one stack, where `kinds` maps the stack's
+    attention kinds to block names (encoder: {"self": "encoder"}; decoder: {"self": "decoder_self",
+    "cross": "cross"}). Raises ValueError on a layer out of range."""
+    out: dict[int, dict[str, HeadAblation]] = {}
+    for (block, layer), abl in (ablations or {}).items():
+        for kind, name in kinds.items():
+            if block == name:
+                if not 0 <= layer < n_layers:
+                    raise ValueError(f"layer {layer} out of range 0..{n_layers - 1} for {block}")
+                out.setdefault(layer, {})[kind] = abl
+    return out
+
+

@@ -24,11 +24,8 @@ def _np(x: torch.Tensor) -> np.ndarray:
     return x.detach().float().cpu().numpy()
 
 
-def _stack(per_layer: list[torch.Tensor], stacked: torch.Tensor | None = None) -> np.ndarray:
-    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy. `stacked` (L, 1, h, n, m), when the
-    layer stack filled one block, is used as is (no copy; at 512 tokens that is 72 MiB)."""
-    if stacked is not None:
-        return _np(stacked[:, 0])
+def _stack(per_layer: list[torch.Tensor]) -> np.ndarray:
+    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy."""
     return _np(torch.stack([a[0] for a in per_layer]))
 
 
@@ -128,17 +125,20 @@ class EncoderModel(LoadedModel):
     def source_embedding(self):
         return self.module.embed
 
-    def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False) -> AttentionTrace:
+    def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False,
+              ablations: dict | None = None) -> AttentionTrace:
+        """ablations: {("encoder", layer): model.attention.HeadAblation}, applied inside the forward."""
         check_text(text)
         enc = self.tokenizer.encode(text, pair)
         with torch.inference_mode():
-            out = self.module(self._ids(enc.ids), self._ids(enc.type_ids), record=intermediates)
+            out = self.module(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
+                              ablations=ablations)
         n = len(enc.ids)
         return AttentionTrace(
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
             source_word_ids=enc.word_ids, source_offsets=enc.offsets,
-            encoder_attention=_stack(out.self_attention, out.stacked.get("self")),
+            encoder_attention=_stack(out.self_attention),
             masks={"source_padding": np.ones(n, dtype=bool)},
             truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.hidden_states])) if intermediates else None,
@@ -153,7 +153,7 @@ class EncoderModel(LoadedModel):
             out = self.module(t_ids, attention_mask=torch.as_tensor(mask, device=self.device))
         return PaddedBatch(
             tokens=tokens, ids=ids, mask=mask,
-            attention=_np(out.stacked["self"] if "self" in out.stacked else torch.stack(out.self_attention)),
+            attention=_np(torch.stack(out.self_attention)),
         )
 
 
@@ -176,16 +176,17 @@ class Seq2SeqModel(LoadedModel):
     def source_embedding(self):
         return self.module.src_embed
 
-    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None) -> list[int]:
+    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *,
+                   ablations: dict | None = None) -> list[int]:
         """Greedy decoding: [bos, y1, ..., (eos)]"""
         # never past the model's positions, whatever the caller (a URL parameter, say) asked for
         limit = min(max_new_tokens or self.max_new_tokens, self.config.max_positions - 1)
         with torch.inference_mode():
-            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit)
+            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations)
         return ys[0].tolist()
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
-              max_new_tokens: int | None = None, **kw) -> AttentionTrace:
+              max_new_tokens: int | None = None, ablations: dict | None = None, **kw) -> AttentionTrace:
         """Greedy-decode the text (or teacher-force `target`), then record every
         attention of the decoder input sequence [<bos>, y1, ..., y_{T-1}] in one
         pass. Because of the look-ahead mask, row t is exactly what decoding step t saw."""
@@ -195,11 +196,11 @@ class Seq2SeqModel(LoadedModel):
             tgt = self.tokenizer.encode(target, add_special_tokens=False)
             ys = [self.bos_id, *tgt.ids, self.eos_id]
         else:
-            ys = self.decode_ids(enc.ids, max_new_tokens)
+            ys = self.decode_ids(enc.ids, max_new_tokens, ablations=ablations)
         generated = ys[1:]
         dec_in = ys[:-1] if ys[-1] == self.eos_id and len(ys) > 1 else ys  # decoder inputs (T,)
         with torch.inference_mode():
-            out = self.module(self._ids(enc.ids), self._ids(dec_in), record=intermediates)
+            out = self.module(self._ids(enc.ids), self._ids(dec_in), hidden=intermediates, ablations=ablations)
             logits = out.logits[0].float().log_softmax(-1)  # (T, V)
         tok = self.tokenizer.id_to_token
         specials = {self.bos_id, self.eos_id, self.config.pad_id}
@@ -207,11 +208,11 @@ class Seq2SeqModel(LoadedModel):
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
             source_word_ids=enc.word_ids, source_offsets=enc.offsets,
-            encoder_attention=_stack(out.encoder.self_attention, out.encoder.stacked.get("self")),
+            encoder_attention=_stack(out.encoder.self_attention),
             target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
             target_special=[i in specials for i in dec_in],
-            decoder_self_attention=_stack(out.decoder.self_attention, out.decoder.stacked.get("self")),
-            cross_attention=_stack(out.decoder.cross_attention, out.decoder.stacked.get("cross")),
+            decoder_self_attention=_stack(out.decoder.self_attention),
+            cross_attention=_stack(out.decoder.cross_attention),
             # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
             masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
                    "decoder_self": _np(out.tgt_mask[0, 0]).astype(bool)},  # (T, T): look-ahead AND padding

@@ -3,9 +3,8 @@
     **True means "may attend"**, False means "blocked".
 
 Masks are boolean and broadcast against attention scores of shape
-(batch, heads, query_len, key_len). Blocked scores are set to -inf (in
-practice the dtype's most negative value, so a row can never become NaN)
-before the softmax, so blocked keys receive weight exactly 0.
+(batch, heads, query_len, key_len). Blocked scores are set to -inf before the
+softmax, so blocked keys receive weight exactly 0 (model/attention.py).
 """
 
 from __future__ import annotations
@@ -29,12 +28,3 @@ def decoder_mask(tgt_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     This is the one place the two are combined (seed 002: "I am sam <pad>")."""
     n = tgt_ids.shape[1]
     return padding_mask(tgt_ids, pad_id) & causal_mask(n, tgt_ids.device)[None, None]
-
-
-def to_additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """Boolean mask -> additive float mask: 0 where allowed, dtype-min where blocked."""
-    if mask is None:
-        return None
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
-        ~mask, torch.finfo(dtype).min
-    )

@@ -9,8 +9,6 @@ table extends to any length. For odd d_model the last column is a sine.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -41,8 +39,3 @@ class SinusoidalPositionalEncoding(nn.Module):
         if n > self.table.shape[0]:
             return sinusoidal_table(n, self.table.shape[1]).to(self.table)
         return self.table[:n]
-
-
-def scale_factor(d_model: int) -> float:
-    """The paper multiplies embeddings by sqrt(d_model) before adding PE."""
-    return math.sqrt(d_model)

@@ -14,7 +14,7 @@ from torch import nn
 
 from .config import TransformerConfig
 from .embeddings import Embedding
-from .layers import Decoder, Encoder, StackOutput
+from .layers import Decoder, Encoder, StackOutput, stack_ablations
 from .masks import decoder_mask, padding_mask
 
 
@@ -50,34 +50,44 @@ class Transformer(nn.Module):
         # with sqrt(d_model) scaling, a unit-variance embedding would swamp PE
         nn.init.normal_(self.src_embed.token.weight, std=self.config.d_model**-0.5)
 
-    def encode(self, src: torch.Tensor, *, record: bool = False):
-        """src (b, m) -> (StackOutput with hidden (b, m, d), src_mask (b, 1, 1, m))"""
+    def encode(self, src: torch.Tensor, *, record: bool | set[int] = False, hidden: bool = False,
+               ablations: dict | None = None):
+        """src (b, m) -> (StackOutput with hidden (b, m, d), src_mask (b, 1, 1, m)).
+        ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here)."""
         src_mask = padding_mask(src, self.config.pad_id)
-        return self.encoder(self.src_embed(src), src_mask, record=record), src_mask
+        abl = stack_ablations(ablations, {"self": "encoder"}, len(self.encoder.layers))
+        return self.encoder(self.src_embed(src), src_mask, record=record, hidden=hidden, ablations=abl), src_mask
 
-    def decode(self, tgt, memory, src_mask, *, record: bool = False):
-        """tgt (b, n), memory (b, m, d) -> (StackOutput with hidden (b, n, d), tgt_mask)"""
+    def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
+               ablations: dict | None = None):
+        """tgt (b, n), memory (b, m, d) -> (StackOutput with hidden (b, n, d), tgt_mask (b, 1, n, n)).
+        ablations: {("decoder_self" | "cross", layer): HeadAblation}."""
         tgt_mask = decoder_mask(tgt, self.config.pad_id)
-        out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record)
+        abl = stack_ablations(ablations, {"self": "decoder_self", "cross": "cross"}, len(self.decoder.layers))
+        out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record, hidden=hidden,
+                           ablations=abl)
         return out, tgt_mask
 
-    def forward(self, src, tgt, *, record: bool = False) -> Seq2SeqOutput:
-        """Teacher forcing: tgt is the shifted target (starts with <bos>)."""
-        enc, src_mask = self.encode(src, record=record)
-        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record)
+    def forward(self, src, tgt, *, record: bool | set[int] = False, hidden: bool = False,
+                ablations: dict | None = None) -> Seq2SeqOutput:
+        """Teacher forcing: tgt is the shifted target (starts with <bos>), all positions in one pass."""
+        enc, src_mask = self.encode(src, record=record, hidden=hidden, ablations=ablations)
+        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record, hidden=hidden, ablations=ablations)
         return Seq2SeqOutput(self.generator(dec.hidden), enc, dec, src_mask, tgt_mask)
 
     @torch.no_grad()
-    def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int) -> torch.Tensor:
-        """The paper's inference: feed each output back in, one token at a time.
+    def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, *,
+                      ablations: dict | None = None) -> torch.Tensor:
+        """The paper's inference: feed each output back in, one token at a time (batched).
 
-        src (b, m) -> (b, <= max_len + 1), starting with <bos>; stops when every row emitted <eos>."""
-        enc, src_mask = self.encode(src)
+        src (b, m) -> (b, <= max_len + 1), starting with <bos>; rows that emitted <eos> are padded; stops when
+        every row has emitted <eos>."""
+        enc, src_mask = self.encode(src, ablations=ablations)
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         for _ in range(max_len):
-            dec, _ = self.decode(ys, enc.hidden, src_mask)
+            dec, _ = self.decode(ys, enc.hidden, src_mask, ablations=ablations)
             nxt = self.generator(dec.hidden[:, -1]).argmax(-1)  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)

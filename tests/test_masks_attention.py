@@ -14,7 +14,7 @@ import torch
 
 from model.attention import MultiHeadAttention, scaled_dot_product_attention
 from model.config import PRESETS
-from model.masks import causal_mask, decoder_mask, padding_mask, to_additive
+from model.masks import causal_mask, decoder_mask, padding_mask
 
 PAD = 0
 
@@ -54,13 +54,6 @@ def test_decoder_mask_combines_padding_and_look_ahead():
     assert torch.equal(m, padding_mask(ids, PAD) & causal_mask(4)[None, None])
 
 
-def test_additive_mask():
-    m = torch.tensor([[True, False]])
-    add = to_additive(m, torch.float32)
-    assert add[0, 0] == 0.0 and add[0, 1] == torch.finfo(torch.float32).min
-    assert to_additive(None, torch.float32) is None
-
-
 # ---- scaled dot-product attention --------------------------------------------------------
 
 def _qkv(b=2, h=3, n=5, m=6, k=8, seed=0):
@@ -71,7 +64,8 @@ def _qkv(b=2, h=3, n=5, m=6, k=8, seed=0):
 
 def test_attention_equals_the_formula():
     q, k, v = _qkv()
-    out, w = scaled_dot_product_attention(q, k, v)
+    st = scaled_dot_product_attention(q, k, v)
+    out, w = st.output, st.weights
     ref_w = torch.softmax(q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
     torch.testing.assert_close(w.double(), ref_w, atol=1e-6, rtol=0)
     torch.testing.assert_close(out.double(), ref_w @ v.double(), atol=1e-5, rtol=0)
@@ -89,7 +83,7 @@ def test_masked_weights_are_exactly_zero_and_rows_sum_to_one(kind):
     else:
         mask = torch.rand(2, 3, n, n, generator=torch.Generator().manual_seed(1)) > 0.5
         mask[..., 0] = True  # keep one key per row
-    _, w = scaled_dot_product_attention(q, k, v, mask)
+    w = scaled_dot_product_attention(q, k, v, mask).weights
     full = mask.expand_as(w)
     assert (w[~full] == 0.0).all()  # exactly zero, not approximately
     assert (w[full] > 0).all()
@@ -99,20 +93,19 @@ def test_masked_weights_are_exactly_zero_and_rows_sum_to_one(kind):
 def test_fully_blocked_row_is_not_nan():
     q, k, v = _qkv(b=1, h=1, n=2, m=3)
     mask = torch.tensor([[True, True, True], [False, False, False]])
-    out, w = scaled_dot_product_attention(q, k, v, mask)
-    assert torch.isfinite(w).all() and torch.isfinite(out).all()
+    st = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.isfinite(st.weights).all() and torch.isfinite(st.output).all()
+    assert (st.weights[..., 1, :] == 0).all()  # a row with every key blocked attends nowhere
 
 
 @pytest.mark.parametrize("use_mask", [False, True])
-def test_stages_agree_with_fast_path(use_mask):
+def test_stages_follow_the_formula(use_mask):
     q, k, v = _qkv(n=5, m=5)
     mask = causal_mask(5) if use_mask else None
-    out, w = scaled_dot_product_attention(q, k, v, mask)
-    st = scaled_dot_product_attention(q, k, v, mask, return_stages=True)
+    st = scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(st.scores, q @ k.transpose(-2, -1), atol=1e-6, rtol=0)
     torch.testing.assert_close(st.scaled, st.scores / math.sqrt(q.shape[-1]), atol=1e-6, rtol=0)
-    torch.testing.assert_close(st.weights, w, atol=1e-6, rtol=0)
-    torch.testing.assert_close(st.output, out, atol=1e-6, rtol=0)
+    torch.testing.assert_close(st.output, st.weights @ v, atol=1e-6, rtol=0)
     if use_mask:
         blocked = ~mask.expand_as(st.masked)
         assert torch.isneginf(st.masked[blocked]).all()

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from analysis.stages import attention_steps
 from model.config import PRESETS, TransformerConfig, preset
 from model.layers import DecoderLayer, EncoderLayer
-from model.steps import attention_steps
 from model.transformer import Transformer
 
 

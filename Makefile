@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.dev-installed
 PORT ?= 8501
 
-.PHONY: install dev run test lint bench clean
+.PHONY: install dev run test lint bench clean serve loadtest
 
 $(STAMP): requirements.txt requirements-minilm.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ dev: $(DEV_STAMP)
 
 run: $(STAMP)
 	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+# several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
+serve: $(STAMP)
+	PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
+
+# a lecture hall against a running app (make run / make serve): LOADTEST_ARGS="--students 30 --pages all"
+loadtest: $(STAMP)
+	$(PY) bench/loadtest.py --url http://127.0.0.1:$(PORT) $(LOADTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Serve Headlight with several app processes behind HAProxy (cookie-sticky), for a lecture hall on one machine.
+#
+#   deploy/serve.sh [--procs N] [--port 8501] [--base-port 8601] [--warm]      (make serve)
+#
+# Starts N Streamlit processes of app.py (default: the number of CPU cores) on 127.0.0.1:BASE.. (headless, no
+# file watcher, one torch thread each), waits until each answers /_stcore/health, then starts HAProxy on
+# 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie stickiness
+# (deploy/haproxy.cfg). --warm first runs the app once in every process (models loaded, figure stack imported)
+# before the port opens, like a readiness probe. Ctrl-C / TERM stops everything it started; if any process
+# dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new /tmp/headlight-serve.* folder).
+#
+# Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
+# PY (the Python with Streamlit, default .venv/bin/python).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PY:-$ROOT/.venv/bin/python}"
+PROCS="${HEADLIGHT_PROCS:-$(nproc 2>/dev/null || echo 2)}"
+PORT="${PORT:-8501}"
+BASE="${HEADLIGHT_BASE_PORT:-8601}"
+WARM=0
+READY_S="${HEADLIGHT_READY_S:-180}"
+
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        -n|--procs) PROCS="$2"; shift 2 ;;
+        -p|--port) PORT="$2"; shift 2 ;;
+        -b|--base-port) BASE="$2"; shift 2 ;;
+        --warm) WARM=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "serve.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+[[ "$PROCS" =~ ^[1-9][0-9]*$ ]] || { echo "serve.sh: --procs must be a positive integer" >&2; exit 2; }
+BIND="${HEADLIGHT_BIND:-127.0.0.1:$PORT}"
+command -v haproxy >/dev/null || { echo "serve.sh: haproxy not found: apt-get install haproxy" >&2; exit 1; }
+[[ -x "$PY" ]] || { echo "serve.sh: $PY not found: run make install first" >&2; exit 1; }
+
+RUN_DIR="${HEADLIGHT_RUN_DIR:-$(mktemp -d /tmp/headlight-serve.XXXXXX)}"
+mkdir -p "$RUN_DIR"
+PIDS=()
+
+cleanup() {
+    local code=$?
+    trap - EXIT INT TERM
+    if [[ ${#PIDS[@]} -gt 0 ]]; then
+        kill -TERM "${PIDS[@]}" 2>/dev/null || true
+        for _ in $(seq 50); do  # up to 5 s for a clean exit
+            local alive=0
+            for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+            [[ $alive -eq 0 ]] && break
+            sleep 0.1
+        done
+        kill -KILL "${PIDS[@]}" 2>/dev/null || true
+        wait "${PIDS[@]}" 2>/dev/null || true
+    fi
+    echo "serve.sh: stopped (logs in $RUN_DIR)" >&2
+    exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# One secret for all processes: a browser that fails over to another process keeps a valid XSRF cookie.
+export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -c 'import secrets; print(secrets.token_hex(32))')}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLIGHT_TORCH_THREADS:-1}"
+
+SERVERS=""
+for i in $(seq 1 "$PROCS"); do
+    port=$((BASE + i - 1))
+    "$PY" -m streamlit run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
+        --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
+        >"$RUN_DIR/app$i.log" 2>&1 &
+    PIDS+=($!)
+    SERVERS+="    server app$i 127.0.0.1:$port cookie app$i"$'\n'
+done
+echo "serve.sh: $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)), waiting for /_stcore/health" >&2
+
+deadline=$((SECONDS + READY_S))
+for i in $(seq 1 "$PROCS"); do
+    port=$((BASE + i - 1))
+    until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_stcore/health" 2>/dev/null; do
+        for p in "${PIDS[@]}"; do
+            kill -0 "$p" 2>/dev/null || { echo "serve.sh: an app process exited; see $RUN_DIR/app*.log" >&2; exit 1; }
+        done
+        (( SECONDS < deadline )) || { echo "serve.sh: app on port $port not healthy after ${READY_S} s" >&2; exit 1; }
+        sleep 0.2
+    done
+done
+
+if [[ $WARM -eq 1 ]]; then
+    for i in $(seq 1 "$PROCS"); do
+        "$PY" bench/loadtest.py --url "http://127.0.0.1:$((BASE + i - 1))" --students 1 --ramp 0 --timeout 120 \
+            >"$RUN_DIR/warm$i.log" 2>&1 || echo "serve.sh: warm-up of app$i reported errors ($RUN_DIR/warm$i.log)" >&2
+    done
+fi
+
+{ cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
+HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
+HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
+PIDS+=($!)
+echo "serve.sh: Headlight on http://$BIND ($PROCS processes behind HAProxy); Ctrl-C stops it" >&2
+
+# Stop with the parent too (`make serve` stopped by a TERM to make alone would otherwise leave us running).
+PARENT=$PPID
+( while kill -0 "$PARENT" 2>/dev/null; do sleep 1; done ) &
+PIDS+=($!)
+
+# Run until a child exits (or Ctrl-C / TERM); then the EXIT trap stops the others.
+set +e
+wait -n "${PIDS[@]}"
+echo "serve.sh: a process exited (code $?); stopping the others" >&2
+exit 1

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from viz import metrics as vm
+from analysis import metrics as vm
+from viz import attention as va
 
 
 def _rows_stochastic(rng, shape):
@@ -119,17 +120,17 @@ def test_top_attended_and_exclude_self():
 def test_pool_downsamples_512_and_keeps_the_mean():
     rng = np.random.default_rng(2)
     m = rng.random((512, 512)).astype(np.float32)
-    p = vm.pool(m, 24)
+    p = va.pool(m, 24)
     assert p.shape == (24, 24)
     assert p.mean() == pytest.approx(m.mean(), rel=1e-2)
     small = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(vm.pool(small, 24), small)  # smaller than the size: unchanged
+    np.testing.assert_array_equal(va.pool(small, 24), small)  # smaller than the size: unchanged
 
 
 def test_mosaic_shape_gaps_and_normalisation():
     rng = np.random.default_rng(3)
     att = _rows_stochastic(rng, (6, 12, 512, 512))
-    img, t, u = vm.mosaic(att, size=24)
+    img, t, u = va.mosaic(att, size=24)
     assert (t, u) == (24, 24) and img.shape == (6 * 25, 12 * 25)
     assert np.isnan(img[24, :]).all() and np.isnan(img[:, 24]).all()  # gap rows/columns
     tile = img[25:49, 50:74]  # layer 1, head 2

@@ -155,31 +155,3 @@ def top_attended(att: np.ndarray, query: int, col_labels: list[str], exclude: in
             out.append({"Layer": layer, "Head": head, "Most attended": col_labels[j], "Position": j,
                         "Weight": round(float(att[layer, head, query, j]), 3)})
     return out
-
-
-# ---- thumbnails ---------------------------------------------------------------------------------------------------
-def pool(matrix: np.ndarray, size: int) -> np.ndarray:
-    """Block-mean pooling of a 2-D matrix to at most size x size (uneven blocks when n is not a multiple)."""
-    n, m = matrix.shape
-    r = np.linspace(0, n, min(n, size) + 1).astype(int)[:-1]
-    c = np.linspace(0, m, min(m, size) + 1).astype(int)[:-1]
-    sums = np.add.reduceat(np.add.reduceat(matrix, r, axis=0), c, axis=1)
-    counts = np.outer(np.diff(np.append(r, n)), np.diff(np.append(c, m)))
-    return (sums / counts).astype(np.float32)
-
-
-def mosaic(att: np.ndarray, size: int = 24, gap: int = 1, normalise: bool = True) -> tuple[np.ndarray, int, int]:
-    """(L, H, n, m) -> one (L*(t+gap), H*(u+gap)) image of pooled thumbnails with NaN gaps; returns (img, t, u).
-    With `normalise`, each thumbnail is divided by its own maximum so diffuse heads stay visible."""
-    L, H, n, m = att.shape
-    t, u = min(n, size), min(m, size)
-    img = np.full((L * (t + gap), H * (u + gap)), np.nan, dtype=np.float32)
-    for layer in range(L):
-        for head in range(H):
-            th = pool(att[layer, head], size)
-            if normalise:
-                mx = float(th.max())
-                th = th / mx if mx > 0 else th
-            y, x = layer * (t + gap), head * (u + gap)
-            img[y:y + t, x:x + u] = th
-    return img, t, u

@@ -1,0 +1,37 @@
+"""Results of the analysis package are frozen: dataclasses with frozen=True whose numpy arrays are read-only, so a
+cached result shared by every session can never be changed by one of them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+
+def to_numpy(x: torch.Tensor) -> np.ndarray:
+    """A tensor as numpy on the CPU: float32 for floating point, bool and int kept."""
+    x = x.detach().cpu()
+    return x.float().numpy() if x.is_floating_point() else x.numpy()
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def freeze(obj):
+    """Make every numpy array reachable from `obj` (dataclass fields, dicts, lists, tuples) read-only; returns obj."""
+    if isinstance(obj, np.ndarray):
+        obj.setflags(write=False)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            freeze(getattr(obj, f.name))
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            freeze(v)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            freeze(v)
+    return obj

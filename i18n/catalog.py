@@ -1,0 +1,83 @@
+"""The one message catalogue of Headlight: English and Korean, keyed.
+
+Why a keyed JSON catalogue and not gettext: the Python ecosystem's standard is gettext (stdlib `gettext`, .po/.mo
+files via Babel). It keys messages by their English text and needs a compile step (.po -> .mo) and a tool chain
+(xgettext / pybabel) to stay in sync; Streamlit reruns the whole script per interaction and only needs a
+dictionary lookup per label, with the language chosen per session (not per process, as `gettext.install` would
+set it). A small keyed catalogue — one JSON file per language (i18n/en.json, i18n/ko.json), plain `str.format`
+placeholders, and a test (tests/test_i18n.py) that every key exists in both languages with identical placeholders
+and that the Korean text uses the glossary's terms — is what Streamlit's own multilingual examples do and needs
+no build step. Translators edit JSON; a missing key fails the test, never the app (English, then the key itself,
+is the fallback at run time).
+
+    from i18n import t, LANGS
+    t("tour.next", "ko")                          # "다음"
+    t("tour.step_of", "en", i=3, n=14)            # "Step 3 of 14"
+    term("attention", "ko")                       # "어텐션" (i18n/glossary.json)
+
+Terms follow the Korean lecture notes (../shared/seeds/): 어텐션, 셀프 어텐션, 멀티 헤드, 쿼리 / 키 / 밸류, 인코더,
+디코더, 임베딩, 토큰 in Korean; Positional Encoding, Softmax, Masked, Add & Norm, Feed Forward kept in English.
+No Streamlit here: the UI picks the language (sidebar key "lang", URL `lang=ko|en`) and passes it in.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import string
+from pathlib import Path
+
+LANGS = ("en", "ko")
+DEFAULT_LANG = "en"
+LANG_NAMES = {"en": "English", "ko": "한국어"}
+_DIR = Path(__file__).resolve().parent
+
+
+@functools.cache
+def catalogue(lang: str) -> dict[str, str]:
+    """All messages of one language (read once per process)."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; languages: {', '.join(LANGS)}")
+    return json.loads((_DIR / f"{lang}.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def glossary() -> dict[str, dict[str, str]]:
+    """Shared terms: {term key: {"en": ..., "ko": ...}}."""
+    data = json.loads((_DIR / "glossary.json").read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def normalise(lang: object) -> str:
+    """A valid language code, or the default."""
+    s = str(lang).strip().lower() if lang is not None else ""
+    return s if s in LANGS else DEFAULT_LANG
+
+
+def pick_lang(*candidates: object) -> str:
+    """The first candidate that is a known language (e.g. the sidebar's choice, then the URL's), else English."""
+    for c in candidates:
+        if isinstance(c, list):  # a repeated query parameter
+            c = c[0] if c else None
+        if c is not None and str(c).strip().lower() in LANGS:
+            return str(c).strip().lower()
+    return DEFAULT_LANG
+
+
+def t(key: str, lang: str = DEFAULT_LANG, /, **fmt) -> str:
+    """The message `key` in `lang` (falling back to English, then to the key), formatted with `fmt`."""
+    msg = catalogue(normalise(lang)).get(key)
+    if msg is None:
+        msg = catalogue(DEFAULT_LANG).get(key, key)
+    return msg.format(**fmt) if fmt else msg
+
+
+def term(key: str, lang: str = DEFAULT_LANG) -> str:
+    """A glossary term in `lang`."""
+    entry = glossary()[key]
+    return entry.get(normalise(lang), entry["en"])
+
+
+def placeholders(msg: str) -> set[str]:
+    """The named `str.format` fields of a message ("{i} of {n}" -> {"i", "n"})."""
+    return {name for _, name, _, _ in string.Formatter().parse(msg) if name}

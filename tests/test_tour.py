@@ -1,0 +1,185 @@
+"""AppTest of the guided tour (app_pages/tour.py, ui/tour.py, ui/quiz.py): every step with Next on the brief's
+sentence, a hostile one and Korean text; the step in the URL (read, validated, written back); Korean interface;
+the three "predict, then reveal" questions.
+
+Until the tour is listed in ui/shell.PAGES, the test runs a scratch entrypoint (in tmp) that adds it to a copy of
+the page list with absolute paths, never touching ui/shell.py; once it is listed, app.py is used as is."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from apptest_support import HOSTILE, assert_ok, charts
+from streamlit.testing.v1 import AppTest
+
+import ui.shell as shell
+from ui import quiz, tour
+
+ROOT = Path(__file__).resolve().parents[1]
+TOUR = "app_pages/tour.py"
+BRIEF = "The animal didn't cross the street because it was tired"
+LISTED = any(p == TOUR for p, *_ in shell.PAGES)
+SCRATCH = f'''import sys
+sys.path.insert(0, {str(ROOT)!r})
+import ui.shell as sh
+original = sh.PAGES  # restored after the run: other tests in this process see the real list
+sh.PAGES = [(p if p.startswith("/") else {str(ROOT)!r} + "/" + p, *rest) for p, *rest in original] + [
+    ({str(ROOT / TOUR)!r}, "Guided tour", "🧭", False)]
+try:
+    sh.run()
+finally:
+    sh.PAGES = original
+'''
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory) -> tuple[str, str]:
+    """(entrypoint, path to pass to switch_page)."""
+    if LISTED:
+        return str(ROOT / "app.py"), TOUR
+    app = tmp_path_factory.mktemp("tourapp") / "app.py"
+    app.write_text(SCRATCH, encoding="utf-8")
+    return str(app), str(ROOT / TOUR)
+
+
+def _open(entry, **params) -> AppTest:
+    app, page = entry
+    at = AppTest.from_file(app, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert_ok(at)
+    at.switch_page(page).run()
+    assert_ok(at)
+    return at
+
+
+def _qp(at, key):
+    v = at.query_params.get(key)
+    return v[0] if isinstance(v, list) else v
+
+
+def _walk(at, lang="en") -> list[str]:
+    """Click Next through every step; returns the step headings. Checks each screen has a formula and no error."""
+    heads = []
+    for i in range(1, tour.N_STEPS + 1):
+        assert_ok(at)
+        assert _qp(at, "step") == str(i)
+        heads.append(at.subheader[0].value)
+        assert at.latex, f"step {i} has no formula"
+        if i < tour.N_STEPS:
+            at.button(key="tour_next_top").click().run()
+    assert at.button(key="tour_next_top").disabled
+    return heads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", [BRIEF, HOSTILE["script"], HOSTILE["korean"]], ids=["brief", "script", "korean"])
+def test_walk_every_step(entry, text):
+    at = _open(entry, text=text)
+    heads = _walk(at)
+    assert heads[0].startswith("Step 1 of 14") and heads[-1].startswith("Step 14 of 14")
+    assert [h.split(": ", 1)[1] for h in heads][:3] == ["Tokens and special tokens", "Embedding", "Positional Encoding"]
+    # the last three steps say they use seq2seq-tiny
+    assert any("seq2seq-tiny" in i.value for i in at.info)
+    # user text is never rendered as HTML by plotly
+    assert all("<script>" not in c for c in charts(at))
+    at.button(key="tour_back_top").click().run()
+    assert _qp(at, "step") == "13"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["seq2seq-tiny", "paper-base"])
+def test_walk_with_an_encoder_decoder_in_the_sidebar(entry, model):
+    at = _open(entry, model=model, text="I am good", block="cross")
+    _walk(at)
+    at = _open(entry, model=model, text="I am good", step="11")
+    assert any("equals the model's output of layer" in s.value for s in at.success)
+
+
+@pytest.mark.slow
+def test_layer_output_check_and_neuron_view(entry):
+    at = _open(entry, step="11")
+    assert any("equals the model's output of layer 0" in s.value for s in at.success)
+    assert any("d_ff = 1536" in m.value and "2048" in m.value for m in at.markdown)
+    at = _open(entry, step="5")
+    cap = [c.value for c in at.caption if "is the model's score" in c.value]
+    assert cap, "neuron view check missing"
+
+
+@pytest.mark.parametrize("raw,expect", [("6", 6), ("99", 1), ("zero", 1), ("-2", 1)])
+def test_step_in_the_url(entry, raw, expect):
+    at = _open(entry, step=raw)
+    assert at.subheader[0].value.startswith(f"Step {expect} of 14")
+    assert _qp(at, "step") == str(expect)
+    warned = any("from the link does not exist" in w.value for w in at.warning)
+    assert warned == (str(expect) != raw)
+
+
+def test_korean_interface(entry):
+    at = _open(entry, step="10", lang="ko")
+    assert at.subheader[0].value == "14단계 중 10단계: Add & Norm"
+    assert at.button(key="tour_next_top").label == "다음"
+    at.button(key="tour_next_top").click().run()
+    assert_ok(at)
+    assert at.subheader[0].value == "14단계 중 11단계: Feed Forward"
+    assert any("어텐션" in m.value or "토큰" in m.value for m in at.markdown)
+
+
+@pytest.mark.slow
+def test_korean_every_step(entry):
+    """With lang=ko every step's heading, explanation, buttons and figure titles are Korean."""
+    hangul = re.compile("[\uac00-\ud7a3]")
+    at = _open(entry, lang="ko")
+    for i in range(1, tour.N_STEPS + 1):
+        assert_ok(at)
+        assert at.subheader[0].value.startswith(f"14단계 중 {i}단계")
+        assert any(hangul.search(m.value) for m in at.markdown), f"step {i}: no Korean explanation"
+        for spec in charts(at):
+            title = json.loads(spec).get("layout", {}).get("title", {})
+            text = title.get("text", "") if isinstance(title, dict) else ""
+            assert not text or hangul.search(text) or text.startswith(("X", "x", "Q", "K", "V", "Z", "W", "Σ"))  # formulas, (i, text)
+        if i < tour.N_STEPS:
+            at.button(key="tour_next_top").click().run()
+
+
+def _reveal(at, qid: str, guess: int) -> AppTest:
+    at.session_state[f"{qid}_guess"] = guess
+    at.run()
+    assert_ok(at)
+    at.button(key=f"{qid}_reveal").click().run()
+    assert_ok(at)
+    return at
+
+
+@pytest.mark.slow
+def test_quiz_three_kinds(entry):
+    at = _open(entry, step="7", text=BRIEF, layer="0", head="0", token="10")
+    at.toggle(key="quiz_on").set_value(True).run()
+    assert not [c for c in at.get("plotly_chart")], "the answer must be hidden before the reveal"
+    qid = quiz._qid("attend", "minilm-l6", BRIEF, 0, 0, 10)
+    at = _reveal(at, qid, 2)
+    verdicts = [v.value for v in (*at.success, *at.warning)]
+    assert any("the answer is" in v for v in verdicts), verdicts
+    assert any("rank" in m.value for m in at.markdown)
+    assert at.session_state[quiz.SCORE]["asked"] == 1
+    assert at.get("plotly_chart"), "the reveal shows the weights"
+
+    at.button(key="tour_next_top").click().run()  # 8
+    at.button(key="tour_next_top").click().run()  # 9: multi-head -> previous-token head
+    qid = quiz._qid("prev", "minilm-l6", BRIEF, 0)
+    at = _reveal(at, qid, 0)
+    assert at.session_state[quiz.SCORE]["asked"] == 2
+    assert any("previous token" in m.value for m in at.markdown)
+
+    for _ in range(5):
+        at.button(key="tour_next_top").click().run()  # 14: output probabilities
+    assert at.subheader[0].value.startswith("Step 14")
+    run_step = at.slider(key="tour_dec_step").value
+    qid = quiz._qid("next", BRIEF, "copy", "greedy", run_step)
+    at = _reveal(at, qid, 0)
+    assert at.session_state[quiz.SCORE]["asked"] == 3
+    assert any("Quiz score this session" in c.value for c in at.caption)

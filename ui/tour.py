@@ -1,0 +1,373 @@
+"""The guided tour: the Transformer in the lecture's order, one step per screen, on the sidebar's sentence, with the
+model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
+
+    tokens -> embedding -> Positional Encoding -> Q, K, V -> Q Kᵀ / √d_k (+ neuron view) -> mask -> Softmax -> × V
+    -> Concat and W_O -> Add & Norm -> Feed Forward -> decoder masked self-attention -> cross-attention
+    -> output probabilities
+
+Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so. Every number comes from
+ui.cache (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
+from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
+(viz.tour). The step is in the URL (`?step=6`, counted from 1): read once per session on the tour's first run,
+validated (a bad value falls back to step 1 with a notice), and written back on every run. The language is the
+sidebar's `lang` (or the URL's `lang=ko`), English by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import streamlit as st
+
+from analysis import stages as stage_fns
+from i18n import pick_lang, t
+from model.data import TASKS
+from model.trace import AttentionTrace
+from viz import seq2seq as vs
+from viz import tour as vt
+from viz.heatmap import heatmap
+from viz.positional import embedding_triptych
+from viz.steps import build_stages, stage_figure
+from viz.theme import esc
+
+from . import cache, quiz
+from .state import View, md_escape, show_value
+from .widgets import Export, chart
+
+STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
+         "ffn", "decoder_self", "cross", "output")
+N_STEPS = len(STEPS)
+DECODER_STEPS = {"decoder_self", "cross", "output"}
+DECODER_MODEL = "seq2seq-tiny"
+URL_KEY = "step"  # ?step=6, counted from 1
+STEP, JUMP, URL_DONE, NOTICE = "_tour_step", "tour_jump", "_tour_url_done", "_tour_notice"
+FORMULAS = {
+    "tokens": r"\text{text} \;\longrightarrow\; (t_0, t_1, \dots, t_{n-1})",
+    "embedding": r"X = E[t] \in \mathbb{R}^{n \times d_{model}}",
+    "positional": r"PE_{(pos, 2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\;"
+                  r"PE_{(pos, 2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\; X' = X + PE",
+    "qkv": r"Q = X W^{Q},\quad K = X W^{K},\quad V = X W^{V}",
+    "scores": r"S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} = \frac{1}{\sqrt{d_k}} \sum_{r=1}^{d_k} q_{ir}\, k_{jr}",
+    "mask": r"S' = \frac{Q K^{\top}}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}",
+    "softmax": r"A_{ij} = \frac{\exp S'_{ij}}{\sum_{j'} \exp S'_{ij'}}",
+    "attend": r"Z = A\,V",
+    "concat": r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}",
+    "add_norm": r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
+                r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta",
+    "ffn": r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2",
+    "decoder_self": r"\operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M_{\text{look-ahead}}\right) V",
+    "cross": r"\operatorname{softmax}\!\left(\frac{Q_{dec} (M W^{K})^{\top}}{\sqrt{d_k}}\right) M W^{V}",
+    "output": r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)",
+}
+
+
+def lang() -> str:
+    """The interface language: the sidebar's choice, else the URL's, else English."""
+    return pick_lang(st.session_state.get("lang"), st.query_params.get("lang"))
+
+
+# ---- the step and its URL ---------------------------------------------------------------------------------------
+def current_step() -> int:
+    """The step (1..N_STEPS): from the URL on the tour's first run in this session, then from session state."""
+    ss = st.session_state
+    if not ss.get(URL_DONE):
+        ss[URL_DONE] = True
+        raw = st.query_params.get(URL_KEY)
+        if raw is not None:
+            try:
+                val = int(str(raw).strip())
+            except ValueError:
+                val = None
+            if val is None or not 1 <= val <= N_STEPS:
+                ss[NOTICE] = t("tour.bad_step", lang(), value=show_value(raw), n=N_STEPS)
+                val = 1
+            ss[STEP] = val
+    step = ss.get(STEP)
+    if not isinstance(step, int) or not 1 <= step <= N_STEPS:
+        ss[STEP] = step = 1
+    return step
+
+
+def _go(delta: int | None = None) -> None:
+    ss = st.session_state
+    ss[NOTICE] = None
+    if delta is None:  # the jump selectbox
+        ss[STEP] = ss[JUMP]
+    else:
+        ss[STEP] = min(max(ss.get(STEP, 1) + delta, 1), N_STEPS)
+
+
+def navigation(step: int, lg: str, where: str) -> None:
+    """Back / Next (and, at the top, a jump to any step)."""
+    c1, c2, c3 = st.columns([1, 4, 1])
+    left, right = ("Left", "Right") if where == "top" else (None, None)  # the arrow keys drive the top pair
+    c1.button(t("tour.back", lg), key=f"tour_back_{where}", on_click=_go, args=(-1,), disabled=step == 1,
+              width="stretch", shortcut=left, help=t("tour.keys", lg))
+    c3.button(t("tour.next", lg), key=f"tour_next_{where}", on_click=_go, args=(1,), disabled=step == N_STEPS,
+              type="primary", width="stretch", shortcut=right, help=t("tour.keys", lg))
+    if where == "top":
+        st.session_state[JUMP] = step
+        c2.selectbox(t("tour.jump", lg), range(1, N_STEPS + 1), key=JUMP, on_change=_go, label_visibility="collapsed",
+                     format_func=lambda i: t("tour.step_title", lg, i=i, n=N_STEPS,
+                                             title=t(f"tour.{STEPS[i - 1]}.title", lg)))
+    else:
+        c2.progress(step / N_STEPS, text=t("tour.step_of", lg, i=step, n=N_STEPS))
+
+
+def render(view: View) -> None:
+    lg = lang()
+    step = current_step()
+    if st.query_params.get(URL_KEY) != str(step):
+        st.query_params[URL_KEY] = str(step)
+    key = STEPS[step - 1]
+    st.title(t("tour.title", lg))
+    if st.session_state.get(NOTICE):
+        st.warning(st.session_state[NOTICE], icon="⚠️")
+    navigation(step, lg, "top")
+    st.subheader(t("tour.step_title", lg, i=step, n=N_STEPS, title=t(f"tour.{key}.title", lg)))
+    quiz_on = st.toggle(t("quiz.toggle", lg), key="quiz_on", help=t("quiz.toggle_help", lg))
+    quiz.score_line(lg)
+    st.markdown(t(f"tour.{key}.body", lg))
+    st.latex(FORMULAS[key])
+    if key in DECODER_STEPS:
+        _decoder_step(view, key, lg, quiz_on)
+    elif view.trace is None or not view.text.strip():
+        st.info(t("tour.need_text", lg), icon="✍️")
+    else:
+        _encoder_step(view, key, lg, quiz_on)
+    st.divider()
+    navigation(step, lg, "bottom")
+
+
+# ---- encoder steps (the sidebar's model) ----------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Ctx:
+    view: View
+    lg: str
+    trace: AttentionTrace
+    layer: int
+    head: int
+    tokens: list[str]
+
+    @property
+    def where(self) -> str:
+        return t("tour.where", self.lg, model=self.view.model_name, layer=self.layer, head=self.head)
+
+
+def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) -> dict:
+    """analysis.stages.sublayer_steps through the shared byte-bounded cache."""
+    return cache.cached(("sublayers", name, device, text, block, layer), lambda: stage_fns.sublayer_steps(
+        cache.get_model(name, device), cache.get_trace(name, device, text), block, layer),
+        "Reading this layer from the model…")
+
+
+def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
+    cfg = view.model.config
+    layer = min(view.layer, cfg.n_encoder_layers - 1)
+    head = min(view.head, cfg.n_heads - 1)
+    rows, _ = view.trace.axis_tokens("encoder")
+    ctx = _Ctx(view, lg, view.trace, layer, head, rows)
+    st.caption(ctx.where + ("" if view.model.trained else " · " + t("tour.untrained", lg)))
+    {"tokens": _tokens, "embedding": _embedding, "positional": _embedding}.get(key, _attention)(ctx, key, quiz_on)
+
+
+def _tokens(ctx: _Ctx, key: str, quiz_on: bool) -> None:
+    tr, lg = ctx.trace, ctx.lg
+    n_special = sum(tr.source_special)
+    st.markdown(t("tour.tokens.count", lg, n=len(tr.source_tokens), special=n_special))
+    st.dataframe({t("tour.col.position", lg): list(range(len(tr.source_tokens))),
+                  t("tour.col.token", lg): list(tr.source_tokens),
+                  t("tour.col.id", lg): list(tr.source_ids),
+                  t("tour.col.special", lg): ["✓" if s else "" for s in tr.source_special]},
+                 hide_index=True, width="stretch")
+
+
+def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
+    view, lg = ctx.view, ctx.lg
+    tokens, parts = cache.embedding_parts(view.model_name, view.device, view.text)
+    if key == "embedding":
+        x = parts["token"]
+        fig = heatmap(x, tokens, None, title=t("tour.embedding.fig", lg, n=x.shape[0], d=x.shape[1]),
+                      colorscale="RdBu_r", zmid=0.0, xlabel=t("tour.axis.dim", lg), ylabel=t("tour.axis.token", lg),
+                      lecture=view.lecture, max_side=256)
+        chart(fig, "tour_embedding", Export(x, list(tokens), None, t("tour.embedding.title", lg), view.text,
+                                            f"{view.model_name}-embedding"))
+        return
+    labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
+    st.caption(t("tour.positional.learned" if view.model_name == "minilm-l6" else "tour.positional.sinusoidal", lg))
+    fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg))
+    st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
+
+
+def _stage_chart(ctx: _Ctx, stage, name: str) -> None:
+    view = ctx.view
+    if stage.trivial and stage.key == "mask":
+        st.info(t("tour.mask.none", ctx.lg))
+    chart(stage_figure(stage, lecture=view.lecture), f"tour_{name}_{stage.key}", Export(
+        stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {ctx.where} · {stage.title} ({stage.shape})",
+        view.text, f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}",
+        heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+                     xlabel=stage.xlabel, ylabel=stage.ylabel)))
+
+
+AXES = {"concat dimension": "tour.axis.concat_dim", "dimension": "tour.axis.dim", "head dimension": "tour.axis.head_dim",
+        "key": "tour.axis.key", "model dimension": "tour.axis.model_dim", "query": "tour.axis.query",
+        "source token": "tour.axis.source_token", "token": "tour.axis.token"}
+
+
+def localise(stage, lg: str, head: int):
+    """A viz.steps Stage with its title and axis labels in `lg` (the numbers and the shape untouched)."""
+    if lg == "en":
+        return stage
+    return dataclasses.replace(stage, title=t(f"stage.{stage.key}", lg, head=head),
+                               xlabel=t(AXES[stage.xlabel], lg) if stage.xlabel in AXES else stage.xlabel,
+                               ylabel=t(AXES[stage.ylabel], lg) if stage.ylabel in AXES else stage.ylabel)
+
+
+def _retitle(fig, lg: str, title: str, x: str | None = None, y: str | None = None):
+    """A viz.seq2seq figure with its title (and axis titles) in `lg`; English figures are left as built."""
+    if lg != "en":
+        fig.update_layout(title={"text": title})
+        if x is not None:
+            fig.update_xaxes(title_text=x)
+        if y is not None:
+            fig.update_yaxes(title_text=y)
+    return fig
+
+
+def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
+    view, lg = ctx.view, ctx.lg
+    if key in ("add_norm", "ffn"):
+        return _sublayers(ctx, key)
+    steps = cache.attention_steps(view.model_name, view.device, view.text, "encoder", ctx.layer, ctx.head)
+    rows, cols = ctx.trace.axis_tokens("encoder")
+    by_key = {s.key: localise(s, lg, ctx.head)
+              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block="encoder")}
+    show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
+            "attend": ("Z",), "concat": ("Z_all", "output")}[key]
+    if key == "softmax" and quiz_on:
+        if not quiz.attend_question(view, ctx.layer, ctx.head, steps["weights"], rows, cols, lg):
+            return
+    if key == "concat" and quiz_on:
+        quiz.prev_head_question(view, ctx.layer, lg)
+    cols_ui = st.columns(len(show)) if len(show) > 1 else [st.container()]
+    for col, name in zip(cols_ui, show):
+        with col:
+            stage = by_key[name]
+            st.caption(f"**{stage.title}** · `{stage.shape}`" + (f" — {stage.caption}" if lg == "en" else ""))
+            _stage_chart(ctx, by_key[name], key)
+    if key == "scores":
+        _neuron_view(ctx, steps, rows, cols)
+    if key == "concat":
+        st.caption(t("tour.concat.shapes", lg, h=view.n_heads, k=steps["Z"].shape[1], d=steps["W_O"].shape[1]))
+
+
+def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> None:
+    """One query-key pair: q, k, q ∘ k and its sum, which is the model's score S_ij."""
+    view, lg = ctx.view, ctx.lg
+    st.markdown(f"**{t('tour.neuron.title', lg)}**")
+    c1, c2 = st.columns(2)
+    i = min(view.token, len(rows) - 1)
+    i = c1.selectbox(t("tour.neuron.query", lg), range(len(rows)), index=i, key="tour_nv_q",
+                     format_func=lambda r: f"{r}: {rows[r]}")
+    j = c2.selectbox(t("tour.neuron.key", lg), range(len(cols)), key="tour_nv_k",
+                     format_func=lambda r: f"{r}: {cols[r]}")
+    q, k = steps["Q"][i], steps["K"][j]
+    total, score, d_k = float(np.dot(q, k)), float(steps["scores"][i, j]), q.shape[0]
+    names = (t("tour.neuron.q", lg), t("tour.neuron.k", lg), t("tour.neuron.prod", lg))
+    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture,
+                                   title=t("tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(d_k), dk=d_k)),
+                    key="tour_neuron")
+    st.caption(t("tour.neuron.check", lg, sum=total, score=score, scaled=float(steps["scaled"][i, j]),
+                 diff=abs(total - score)))
+
+
+def _sublayers(ctx: _Ctx, key: str) -> None:
+    view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
+    sub = sublayer_steps(view.model_name, view.device, view.text, "encoder", ctx.layer)
+    d = sub["norm1"].shape[1]
+    dims = [str(j) for j in range(d)]
+
+    def mat(name: str, m: np.ndarray, title: str, cols=None) -> None:
+        fig = heatmap(m, tokens, cols or [str(j) for j in range(m.shape[1])], title=title, colorscale="RdBu_r",
+                      zmid=0.0, xlabel=t("tour.axis.dim", lg), ylabel=t("tour.axis.token", lg),
+                      lecture=view.lecture, max_side=256)
+        chart(fig, f"tour_{key}_{name}", Export(m, tokens, cols or [str(j) for j in range(m.shape[1])], title,
+                                                view.text, f"{view.model_name}-L{ctx.layer}-{name}"))
+
+    if key == "add_norm":
+        norm = "norm1"
+        mat("sum", sub[f"{norm}_sum"], t("tour.add_norm.sum_fig", lg, n=len(tokens), d=d), dims)
+        st.plotly_chart(vt.per_token_bars({t("tour.add_norm.mean", lg): sub[f"mean_{norm}"],
+                                           t("tour.add_norm.var", lg): sub[f"var_{norm}"]}, tokens,
+                                          title=t("tour.add_norm.stats_fig", lg), lecture=view.lecture),
+                        key="tour_add_norm_stats")
+        st.plotly_chart(vt.per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"], "β (beta)": sub[f"beta_{norm}"]},
+                                         title=t("tour.add_norm.gb_fig", lg), xlabel=t("tour.axis.dim", lg),
+                                         lecture=view.lecture), key="tour_add_norm_gb")
+        mat("norm", sub[norm], t("tour.add_norm.norm_fig", lg, eps=float(sub[f"eps_{norm}"])), dims)
+        return
+    act = getattr(view.model.config, "activation", "relu").upper()
+    st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+    mat("pre", sub["ffn_pre"], t("tour.ffn.pre_fig", lg, n=len(tokens), f=sub["ffn_pre"].shape[1]))
+    mat("act", sub["ffn_act"], t("tour.ffn.act_fig", lg, act=act))
+    last = "norm3" if "norm3" in sub else "norm2"
+    mat("out", sub[last], t("tour.ffn.out_fig", lg, layer=ctx.layer))
+    hidden = ctx.trace.encoder_hidden_states
+    if hidden is not None:
+        diff = float(np.abs(sub[last] - hidden[ctx.layer + 1]).max())
+        (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=ctx.layer))
+
+
+# ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------
+def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
+    st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon="🔁")
+    if not view.text.strip():
+        st.info(t("tour.need_text", lg), icon="✍️")
+        return
+    loaded = cache.get_model(DECODER_MODEL, view.device)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
+                    format_func=lambda x: t(f"tour.task.{x}", lg))
+    run = cache.decoding_run(view.device, view.text, task, False)
+    n_layers, n_heads = loaded.config.n_decoder_layers, loaded.config.n_heads
+    layer = c2.selectbox(t("tour.dec_layer", lg), range(n_layers), index=n_layers - 1, key="tour_dec_layer",
+                         format_func=lambda i: t("tour.layer_n", lg, i=i))
+    head = c3.selectbox(t("tour.dec_head", lg), ["mean", *range(n_heads)], key="tour_dec_head",
+                        format_func=lambda h: t("tour.head_mean", lg) if h == "mean" else t("tour.head_n", lg, i=h))
+    n = len(run.steps)
+    ss = st.session_state
+    if not isinstance(ss.get("tour_dec_step"), int) or not 1 <= ss["tour_dec_step"] <= n:
+        ss["tour_dec_step"] = n if key != "output" else 1
+    step = st.slider(t("tour.dec_step", lg), 1, n, key="tour_dec_step") if n > 1 else 1
+    s = run.steps[step - 1]
+    where = t("tour.layer_n", lg, i=layer) + " · " + (t("tour.head_mean", lg) if head == "mean"
+                                                      else t("tour.head_n", lg, i=head))
+    st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
+    st.caption(t("tour.dec_inputs", lg, step=step, n=n))
+    st.code(" ".join(s.inputs), language=None, wrap_lines=True)
+    if key == "decoder_self":
+        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture)
+        _retitle(fig, lg, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
+                 t("tour.axis.dec_input", lg))
+        title = f"{DECODER_MODEL} · " + t("tour.fig.dec_self", lg, where=where, step=step)
+        chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
+                                           view.text, f"{DECODER_MODEL}-decoder-self", heatmap=dict(masked=blocked)))
+    elif key == "cross":
+        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture)
+        _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
+        title = f"{DECODER_MODEL} · " + t("tour.fig.cross", lg, where=where)
+        chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
+                                        view.text, f"{DECODER_MODEL}-cross"))
+        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture)
+        st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
+                                            out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
+                        key="tour_cross_row")
+    else:
+        if quiz_on and not quiz.next_token_question(view, run, step, lg):
+            return
+        fig = vs.topk_figure(run, step, lecture=view.lecture)
+        st.plotly_chart(_retitle(fig, lg, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
+                                 t("tour.axis.probability", lg)), key="tour_topk")
+        st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))

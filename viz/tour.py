@@ -1,0 +1,82 @@
+"""Small figures of the guided tour (no Streamlit here): the neuron view of one query-key pair (BertViz's neuron
+view: q, k, their elementwise product q ∘ k and its sum, which is the score S_ij = q · k in Q Kᵀ), a per-token bar
+pair (an Add & Norm's mean and variance), a per-dimension line pair (γ and β) and a labelled bar chart (quiz
+reveals). Every number comes from analysis.stages / analysis.decoding; these builders only draw. Titles and labels
+are passed in already translated; user-derived text goes through `esc()`.
+
+Shapes: k d_k, n tokens, d d_model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .theme import HIGHLIGHT, base_layout, esc
+
+_BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
+
+
+def neuron_view(q: np.ndarray, k: np.ndarray, *, names: tuple[str, str, str], title: str = "",
+                lecture: bool = False) -> go.Figure:
+    """Three bar rows over the head dimensions: q (k,), k (k,) and q ∘ k; `names` are the three row titles (already
+    escaped by the caller or plain text). The sum of the last row is the score Q Kᵀ[i, j]."""
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    if q.shape != k.shape or q.ndim != 1:
+        raise ValueError(f"q and k must be vectors of one length, got {q.shape} and {k.shape}")
+    prod = q * k
+    dims = np.arange(len(q))
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.09, subplot_titles=list(names))
+    for row, (vec, colour) in enumerate(((q, _BLUE), (k, _ORANGE), (prod, None)), start=1):
+        colours = colour or [_GREEN if v >= 0 else HIGHLIGHT for v in prod]
+        fig.add_trace(go.Bar(x=dims, y=vec, marker_color=colours, showlegend=False,
+                             hovertemplate="dim %{x}: %{y:.4f}<extra></extra>"), row=row, col=1)
+    fig.update_layout(**base_layout(lecture, 480, title), bargap=0.15)
+    fig.update_xaxes(title_text="d_k", row=3, col=1)
+    return fig
+
+
+def per_token_bars(values: dict[str, np.ndarray], tokens: list[str], *, title: str = "",
+                   lecture: bool = False) -> go.Figure:
+    """One bar row per named vector of length n (e.g. each token's mean and variance), tokens along x."""
+    labels = [f"{i}: {esc(t, 16)}" for i, t in enumerate(tokens)]
+    names = list(values)
+    fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=[esc(n, 60) for n in names])
+    for row, name in enumerate(names, start=1):
+        fig.add_trace(go.Bar(x=labels, y=np.asarray(values[name], dtype=np.float32), showlegend=False,
+                             marker_color=_BLUE if row == 1 else _ORANGE,
+                             hovertemplate="%{x}: %{y:.4f}<extra></extra>"), row=row, col=1)
+    fig.update_layout(**base_layout(lecture, 200 + 150 * len(names), title))
+    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 8 else 0)
+    return fig
+
+
+def per_dim_lines(values: dict[str, np.ndarray], *, title: str = "", xlabel: str = "dimension",
+                  lecture: bool = False) -> go.Figure:
+    """Named vectors of length d drawn as lines over the dimensions (e.g. γ and β of a LayerNorm)."""
+    fig = go.Figure()
+    for (name, vec), colour in zip(values.items(), (_BLUE, _ORANGE, _GREEN)):
+        v = np.asarray(vec, dtype=np.float32)
+        fig.add_trace(go.Scatter(x=np.arange(len(v)), y=v, mode="lines", name=esc(name, 40),
+                                 line={"color": colour, "width": 1.5},
+                                 hovertemplate="dim %{x}: %{y:.4f}<extra></extra>"))
+    fig.update_layout(**base_layout(lecture, 320, title), legend={"orientation": "h", "y": -0.3})
+    fig.update_xaxes(title_text=esc(xlabel))
+    return fig
+
+
+def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None = None, answer: int | None = None,
+                title: str = "", ylabel: str = "", lecture: bool = False) -> go.Figure:
+    """Bars of one vector (e.g. a row of attention weights); the guessed bar red, the true maximum green."""
+    v = np.asarray(values, dtype=np.float32)
+    xs = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(labels)]
+    colours = [_GREEN if i == answer else HIGHLIGHT if i == highlight else "#bab0ac" for i in range(len(v))]
+    fig = go.Figure(go.Bar(x=xs, y=v, marker_color=colours, text=[f"{x:.2f}" for x in v], textposition="outside",
+                           hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+    fig.update_layout(**base_layout(lecture, 340, title))
+    fig.update_xaxes(type="category", tickangle=-60 if len(xs) > 8 else 0)
+    fig.update_yaxes(title_text=esc(ylabel), range=[0, max(1e-6, float(v.max()) * 1.2)])
+    return fig

@@ -28,3 +28,20 @@ HOSTILE = {
     "rtl_mixed": "لم يعبر الحيوان الشارع لأنه كان متعبا החיה לא חצתה",
     "zero_width_control": "it\u200bwas\u200d tired\x00\x07 ok $\\frac$",
 }
+
+
+EXPLORER_TABS = ["One head", "All heads", "Token view", "Head metrics", "Data"]
+
+
+def open_tab(at, name: str):
+    """Open one of the explorer's lazy tabs (only the open tab is built) and rerun."""
+    at.session_state["ex_tab"] = name
+    return at.run()
+
+
+def explorer_charts(at) -> list[str]:
+    """The one-head, all-heads and token-view figures, each from its own tab (leaves the token view open)."""
+    out = []
+    for name in EXPLORER_TABS[:3]:
+        out.extend(charts(open_tab(at, name)))
+    return out

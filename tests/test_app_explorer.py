@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_support import HOSTILE
+from apptest_support import HOSTILE, open_tab
 from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
+from apptest_support import explorer_charts as _all_charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -29,11 +30,13 @@ def test_default_sentence_draws_every_section():
     at = _app()
     _ok(at)
     assert at.title[0].value == "Attention explorer"
-    charts = _charts(at)
+    assert len(_charts(at)) == 1  # only the open tab is built and sent
+    charts = _all_charts(at)
     assert len(charts) == 3  # one head, all heads, token view
     assert '"%{y} -> %{x}: %{z:.3f}<extra></extra>"' in charts[0]
     assert "Layer 0 · Head 0" in charts[0]  # the title counts from 0
-    assert len(at.dataframe) == 2  # top-attended table, head metrics
+    assert len(at.dataframe) == 1  # top-attended table (token view)
+    assert len(open_tab(at, "Head metrics").dataframe) == 1  # head metrics
     assert at.session_state["token"] == 10  # "it" is preselected in the flagship sentence
     assert at.query_params["layer"] == ["0"] or at.query_params["layer"] == "0"
 
@@ -41,10 +44,10 @@ def test_default_sentence_draws_every_section():
 @pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7), ("token", 4)])
 def test_changing_layer_head_token_changes_the_drawing(key, value):
     at = _app()
-    before = _charts(at)
+    before = _all_charts(at)
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
-    after = _charts(at)
+    after = _all_charts(at)
     assert after != before
     if key == "layer":
         assert "Layer 3 · Head 0" in after[0]
@@ -73,27 +76,27 @@ def test_options_render(mode, hide, merge):
 
 def test_grid_coloured_by_metric_and_metrics_table_sortable_data():
     at = _app()
-    at.selectbox(key="ex_grid_colour").set_value("special").run()
+    open_tab(at, "All heads").selectbox(key="ex_grid_colour").set_value("special").run()
     _ok(at)
-    assert "Mass on [CLS]/[SEP]" in _charts(at)[1]
-    table = at.dataframe[1].value
+    assert "Mass on [CLS]/[SEP]" in _charts(at)[0]
+    table = open_tab(at, "Head metrics").dataframe[0].value
     assert len(table) == 72 and {"Layer", "Head", "Entropy (bits)", "Mean distance (tokens)"} <= set(table.columns)
     assert table["Mass on [CLS]/[SEP]"].mean() > 0.3  # MiniLM sends a large share of attention to [CLS]/[SEP]
 
 
 def test_top_attended_table_for_it():
-    at = _app()
+    at = open_tab(_app(), "Token view")
     table = at.dataframe[0].value
     assert len(table) == 72 and set(table.columns) == {"Layer", "Head", "Most attended", "Position", "Weight"}
     assert (table["Weight"] > 0).all() and (table["Weight"] <= 1).all()
 
 
 def test_token_heads_toggle():
-    at = _app()
-    before = _charts(at)[2]
+    at = open_tab(_app(), "Token view")
+    before = _charts(at)[0]
     at.multiselect(key="ex_heads-12").set_value([0, 3]).run()
     _ok(at)
-    after = _charts(at)[2]
+    after = _charts(at)[0]
     assert after != before and '"Head 3"' in after and '"Head 5"' not in after
 
 
@@ -101,9 +104,9 @@ def test_512_token_text_is_truncated_and_still_works():
     at = _app(text="word " * 700)
     _ok(at)
     assert any("only the first 512" in w.value for w in at.warning)
-    charts = _charts(at)
+    charts = _all_charts(at)
     assert len(charts) == 3
-    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 5_000_000  # what the page ships as figures
+    assert sum(len(c) for c in charts) < 5_000_000  # what the page ships as figures, all tabs together
     at.selectbox(key="head").set_value(5).run()
     _ok(at)
 
@@ -117,7 +120,7 @@ def test_hostile_inputs(name):
         assert any("Type a sentence" in i.value for i in at.info)
         assert not _charts(at)
         return
-    charts = _charts(at)
+    charts = _all_charts(at)
     assert len(charts) == 3
     if name == "script":
         assert "<script" not in "".join(charts)  # escaped in every label and title
@@ -150,17 +153,18 @@ def test_grid_click_selection_maps_to_layer_and_head():
     assert head_from_selection(None) is None
 
 
-@pytest.mark.parametrize("key", ["ex_head_export", "ex_grid_export", "ex_token_export"])
+@pytest.mark.parametrize("key", ["ex_head_chart-export", "ex_grid-export", "ex_token_chart-export"])
 @pytest.mark.parametrize("fmt", ["png", "csv"])
 def test_exports_render(key, fmt):
     at = _app(text="The 동물 didn't cross the $5 street because it was tired")
+    open_tab(at, {"ex_head_chart-export": "One head", "ex_grid-export": "All heads", "ex_token_chart-export": "Token view"}[key])
     at.radio(key=f"{key}-fmt").set_value(fmt).run()
     _ok(at)
     assert any(b.proto.label.startswith("Download") for b in at.get("download_button"))
 
 
 def test_trace_downloads_are_offered():
-    at = _app()
+    at = open_tab(_app(), "Data")
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Trace as NPZ" in labels and "Trace as JSON" in labels
 

@@ -12,7 +12,7 @@ from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGES = ["pages/positional.py", "pages/masks.py", "pages/steps.py"]
+PAGES = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py"]
 
 
 def _page(page: str, **state) -> AppTest:
@@ -27,8 +27,8 @@ def _page(page: str, **state) -> AppTest:
 
 
 
-@pytest.mark.parametrize("page,n_charts", [("pages/positional.py", 9), ("pages/masks.py", 11),
-                                           ("pages/steps.py", 14)])
+@pytest.mark.parametrize("page,n_charts", [("app_pages/positional.py", 9), ("app_pages/masks.py", 11),
+                                           ("app_pages/steps.py", 14)])
 def test_default_sentence(page, n_charts):
     at = _page(page)
     _ok(at)
@@ -37,7 +37,7 @@ def test_default_sentence(page, n_charts):
 
 
 def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
-    at = _page("pages/positional.py")
+    at = _page("app_pages/positional.py")
     assert "50 positions × 128 dims" in _charts(at)[0]  # the lecture's own example
     at.slider(key="pe_n").set_value(2048)
     at.slider(key="pe_d").set_value(1024)
@@ -53,7 +53,7 @@ def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
 
 
 def test_positional_cosine_toggle_and_curve_dims():
-    at = _page("pages/positional.py")
+    at = _page("app_pages/positional.py")
     before = _charts(at)
     at.toggle(key="pe_cosine").set_value(True)
     at.multiselect(key="pe_dims").set_value([4, 5]).run()
@@ -64,7 +64,7 @@ def test_positional_cosine_toggle_and_curve_dims():
 
 
 def test_positional_shows_both_models_for_the_sentence():
-    at = _page("pages/positional.py")
+    at = _page("app_pages/positional.py")
     charts = _charts(at)
     assert any("X: word embeddings" in c for c in charts)
     assert any("PE: sinusoidal" in c for c in charts)
@@ -73,7 +73,7 @@ def test_positional_shows_both_models_for_the_sentence():
 
 @pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7)])
 def test_masks_layer_and_head_change_the_stages(key, value):
-    at = _page("pages/masks.py")
+    at = _page("app_pages/masks.py")
     before = _charts(at)
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
@@ -84,7 +84,7 @@ def test_masks_layer_and_head_change_the_stages(key, value):
 
 
 def test_masks_presets_and_pad_column_is_exactly_zero():
-    at = _page("pages/masks.py")
+    at = _page("app_pages/masks.py")
     at.button(key="mask_preset_pad").click().run()
     _ok(at)
     assert at.session_state["text"] == "this is my car" and at.session_state["mask_second"] == "that is not"
@@ -101,7 +101,7 @@ def test_masks_presets_and_pad_column_is_exactly_zero():
 
 @pytest.mark.parametrize("key,value", [("layer", 4), ("head", 9)])
 def test_steps_layer_and_head_change_every_stage(key, value):
-    at = _page("pages/steps.py")
+    at = _page("app_pages/steps.py")
     before = _charts(at)
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
@@ -114,7 +114,7 @@ def test_steps_layer_and_head_change_every_stage(key, value):
 
 
 def test_steps_encoder_decoder_blocks():
-    at = _page("pages/steps.py", model="paper-base")
+    at = _page("app_pages/steps.py", model="paper-base")
     _ok(at)
     for block in ("decoder_self", "cross"):
         at.radio(key="block").set_value(block).run()
@@ -142,16 +142,16 @@ def test_hostile_inputs(page):
         if name in ("empty", "whitespace"):
             assert any("Type a sentence" in i.value for i in at.info), name
             continue
-        assert charts or page == "pages/positional.py", name
+        assert charts or page == "app_pages/positional.py", name
         if name == "script":
             assert "<script" not in charts
 
 
 def test_lab_inputs_survive_a_page_switch():
-    at = _page("pages/positional.py")
+    at = _page("app_pages/positional.py")
     at.slider(key="pe_n").set_value(80).run()
-    at.switch_page("pages/explorer.py").run()
+    at.switch_page("app_pages/explorer.py").run()
     _ok(at)
-    at.switch_page("pages/positional.py").run()
+    at.switch_page("app_pages/positional.py").run()
     _ok(at)
     assert at.slider(key="pe_n").value == 80

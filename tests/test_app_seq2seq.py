@@ -10,7 +10,7 @@ from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGE = "pages/seq2seq.py"
+PAGE = "app_pages/seq2seq.py"
 HOSTILE = {
     "script": "<script>alert(1)</script> <eos> <reverse>",
     "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",

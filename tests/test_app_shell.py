@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGES = ["pages/explorer.py", "pages/positional.py", "pages/masks.py", "pages/steps.py", "pages/seq2seq.py"]
+PAGES = ["app_pages/explorer.py", "app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py", "app_pages/seq2seq.py"]
 
 
 def _app(**params) -> AppTest:
@@ -118,7 +118,7 @@ def test_state_survives_page_switches(page):
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]  # (the page may show its own st.error content)
     assert at.text_area(key="text").value == "I am good" and at.session_state["layer"] == 2
-    at.switch_page("pages/explorer.py").run()
+    at.switch_page("app_pages/explorer.py").run()
     _ok(at)
     assert at.text_area(key="text").value == "I am good" and at.selectbox(key="layer").value == 2
     assert at.toggle(key="ex_hide_special").value is True  # the explorer's own options survive too
@@ -130,7 +130,7 @@ def test_error_boundary_shows_a_short_error_not_a_traceback(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("internal detail that users should not see")
 
-    monkeypatch.setattr(ui.explorer, "head_heatmap", boom)
+    monkeypatch.setattr(ui.explorer, "heatmap", boom)
     at = _app()
     assert not at.exception
     assert len(at.error) == 1 and "Something went wrong" in at.error[0].value
@@ -144,7 +144,7 @@ def test_headlight_errors_are_shown_as_they_are(monkeypatch):
     def bad(*a, **k):
         raise InputError("That option needs a square matrix.")
 
-    monkeypatch.setattr(ui.explorer, "head_heatmap", bad)
+    monkeypatch.setattr(ui.explorer, "heatmap", bad)
     at = _app()
     assert not at.exception
     assert [e.value for e in at.error] == ["That option needs a square matrix."]
@@ -152,7 +152,7 @@ def test_headlight_errors_are_shown_as_they_are(monkeypatch):
 
 def test_callback_errors_become_a_notice():
     """Callbacks run before the page, outside app.py's boundary: safe_callback logs, stores a notice, never raises."""
-    from ui.state import _CALLBACK_ERROR, safe_callback
+    from ui.state import CALLBACK_ERROR, safe_callback
 
     @safe_callback
     def broken():
@@ -160,7 +160,7 @@ def test_callback_errors_become_a_notice():
 
     assert broken() is None  # swallowed (outside a script run there is no session to store the notice in)
     at = _app()
-    at.session_state[_CALLBACK_ERROR] = "That action failed (KeyError); the view is unchanged."
+    at.session_state[CALLBACK_ERROR] = "That action failed (KeyError); the view is unchanged."
     at.run()
     assert not at.exception
     assert any("That action failed" in w.value for w in at.warning)
@@ -169,8 +169,8 @@ def test_callback_errors_become_a_notice():
 
 
 def test_error_boundary_also_guards_reruns(monkeypatch):
-    """Reruns go through app.py too (ui.state switches off Streamlit's legacy pages/ mode, which would run the
-    page file directly and skip the boundary)."""
+    """Reruns go through app.py too (the pages live in app_pages/, so Streamlit's legacy pages/ mode, which would
+    run the page file directly and skip the boundary, never starts)."""
     import ui.explorer
 
     at = _app()
@@ -179,7 +179,7 @@ def test_error_boundary_also_guards_reruns(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("internal")
 
-    monkeypatch.setattr(ui.explorer, "head_heatmap", boom)
+    monkeypatch.setattr(ui.explorer, "heatmap", boom)
     at.selectbox(key="head").set_value(2).run()
     assert not at.exception
     assert len(at.error) == 1 and "Something went wrong" in at.error[0].value

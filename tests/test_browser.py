@@ -19,13 +19,17 @@ PAGES = [("", "explorer"), ("positional", "positional"), ("masks", "masks"), ("s
          ("seq2seq", "seq2seq")]
 
 
-@pytest.fixture(scope="module")
-def app_url():
+def require_browser() -> None:
     reason = browser_available()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"browser test cannot run in CI: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    require_browser()
     with serve_app() as base:
         yield base
 
@@ -84,3 +88,49 @@ def test_script_in_text_is_not_executed(app_url):
         page.wait_for_timeout(1000)
         assert page.evaluate("() => window.__pwned === undefined")
         assert not _errors(page), _errors(page)
+
+
+def test_no_request_leaves_the_server(app_url):
+    """A lecture hall may have no internet: every request of every page goes to the app's own server."""
+    outside: list[str] = []
+    query = urlencode({"text": "The animal didn't cross the street because it was tired"})
+    with chromium_page() as page:
+        page.on("request", lambda r: None if r.url.startswith((app_url, "data:", "blob:")) else outside.append(r.url))
+        for path, _ in PAGES:
+            page.goto(f"{app_url}/{path}?{query}", wait_until="domcontentloaded")
+            wait_for_app(page)
+            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+    assert not outside, outside
+
+
+def test_direct_link_on_a_fresh_server_runs_through_the_shell():
+    """The first visitor of a just-started server opens a page link directly: the shell runs (titles in the menu,
+    the shared sidebar), not the page file alone (Streamlit's legacy pages/ mode)."""
+    require_browser()
+    with serve_app() as base, chromium_page() as page:
+        page.goto(f"{base}/steps?{urlencode({'text': 'I am good'})}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+        nav = " ".join(page.locator('[data-testid="stSidebarNav"]').all_inner_texts())
+        assert "Step by step" in nav and "Attention explorer" in nav and "steps" not in nav.split()
+        assert page.locator('[data-testid="stSidebar"] textarea').count() == 1  # the shared sidebar
+        assert not _errors(page), _errors(page)
+
+
+def test_head_lab_preset_pair_link(app_url, shot_dir):
+    """The preset pair's link opens the Head lab with Layer 3 · Head 1 first in the ranked table and Layer 4 · Head 0
+    marked as flipped."""
+    query = urlencode({"hl_a": "The animal didn't cross the street because it was tired",
+                       "hl_b": "The animal didn't cross the street because it was wide", "layer": 3, "head": 1})
+    with chromium_page() as page:
+        page.goto(f"{app_url}/heads?{query}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+        table = page.locator('[data-testid="stTable"]').first
+        table.wait_for(timeout=60_000)
+        rows = table.locator("tbody tr").all_inner_texts()
+        page.screenshot(path=str(shot_dir / "heads.png"), full_page=False)
+        assert not _errors(page), _errors(page)
+    assert "Layer 3 · Head 1" in rows[0]
+    flipped = [r for r in rows if "flipped" in r]
+    assert len(flipped) == 1 and "Layer 4 · Head 0" in flipped[0]

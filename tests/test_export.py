@@ -47,3 +47,11 @@ def test_csv_labels_values_and_formula_guard():
     assert not any(c.startswith(("=", "+", "-", "@")) for row in rows for c in row)  # no cell opens a formula
     rows = list(csv.reader(io.StringIO(matrix_csv(np.eye(1), None, None).decode())))
     assert rows == [["", "0:0"], ["0:0", "1"]]
+
+
+def test_dollar_signs_in_titles_stay_as_typed():
+    """mathtext is off for every exported text, so a '$' is printed as typed (never escaped to '\\$')."""
+    fig = heatmap_figure(np.eye(2), ["a", "b"], ["c", "d"], title="it costs $5", subtitle="and $\\frac$ too")
+    title = fig.axes[0].get_title()
+    assert "it costs $5" in title and "$\\frac$" in title and "\\$" not in title
+    assert figure_bytes(fig, "png")[:4] == b"\x89PNG"

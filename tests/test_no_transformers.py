@@ -99,7 +99,7 @@ def test_nothing_unpickles():
 
 def test_model_and_viz_never_import_streamlit():
     offenders = [p.relative_to(ROOT).as_posix() for p in runtime_files()
-                 if p.relative_to(ROOT).parts[0] in ("model", "viz") and "streamlit" in imported_modules(parse(p))]
+                 if p.relative_to(ROOT).parts[0] in ("model", "viz", "analysis") and "streamlit" in imported_modules(parse(p))]
     assert offenders == []
 
 
@@ -123,3 +123,50 @@ def test_import_model_stays_light():
             "{'transformers', 'streamlit', 'matplotlib', 'plotly', 'pandas'}); print(heavy); assert not heavy, heavy")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- the architecture: who may import whom (README, "Architecture") ---------------------------------------------
+FORBIDDEN = {  # package -> top-level modules it must never import
+    "model": {"streamlit", "plotly", "ui", "viz", "analysis", "training", "app_pages"},
+    "analysis": {"streamlit", "plotly", "ui", "viz", "app_pages"},
+    "viz": {"streamlit", "torch", "ui", "app_pages", "training"},
+    "training": {"streamlit", "plotly", "ui", "viz", "app_pages"},
+    "ui": {"app_pages", "training"},
+}
+
+
+# `python -m model.train` / `python -m model.evaluate` are kept as aliases of the training package's commands
+ALIASES = {"model/train.py", "model/evaluate.py"}
+
+
+def _package_of(p: Path) -> str:
+    return p.relative_to(ROOT).parts[0]
+
+
+def test_packages_respect_the_import_rules():
+    bad = []
+    for p in runtime_files():
+        pkg = _package_of(p)
+        if pkg in FORBIDDEN and p.relative_to(ROOT).as_posix() not in ALIASES:
+            hit = imported_modules(parse(p)) & FORBIDDEN[pkg]
+            if hit:
+                bad.append(f"{p.relative_to(ROOT)} imports {sorted(hit)}")
+    assert not bad, bad
+
+
+def test_no_module_imports_a_private_name_of_another():
+    bad = []
+    for p in runtime_files():
+        for node in ast.walk(parse(p)):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                for a in node.names:
+                    if a.name.startswith("_"):
+                        bad.append(f"{p.relative_to(ROOT)}: from {node.module} import {a.name}")
+    assert not bad, bad
+
+
+def test_pages_are_thin():
+    pages = sorted((ROOT / "app_pages").glob("*.py"))
+    assert pages, "no pages found"
+    long = {p.name: n for p in pages if (n := len(p.read_text(encoding="utf-8").splitlines())) > 60}
+    assert not long, f"pages over 60 lines: {long}"

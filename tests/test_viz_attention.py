@@ -6,15 +6,20 @@ import numpy as np
 import pytest
 
 from viz.attention import (
-    axis_labels,
+    HEAD_HOVER,
     grid_figure,
     grid_figure_mpl,
-    head_heatmap,
     token_view,
     token_view_lines,
     token_view_mpl,
 )
 from viz.export import figure_bytes
+from viz.heatmap import axis_labels, heatmap
+
+
+def head_heatmap(m, rows, cols, blocked=None, **kw):
+    """The explorer's one-head heatmap: the shared builder with the attention hover."""
+    return heatmap(m, rows, cols, zmin=0.0, hover=HEAD_HOVER, masked=blocked, **kw)
 
 
 def _att(shape, seed=0):
@@ -25,7 +30,8 @@ def _att(shape, seed=0):
 def test_axis_labels_unique_and_escaped():
     labels = axis_labels(["the", "<script>", "the", "the", "a\x07"])
     assert len(set(labels)) == 5
-    assert labels[0] == "the" and labels[2] == "the\u200b" and labels[3] == "the\u200b\u200b"
+    assert labels[0] == "the" and labels[2] == "the\u200c" and labels[3] == "the\u200c\u200b"  # repeat k in binary
+    assert max(len(x) for x in axis_labels(["w"] * 512)) <= 1 + 9  # a few invisible characters, not 511
     assert labels[1] == "&lt;script&gt;" and "<" not in "".join(labels)
     assert labels[4] == "a\\x07"
 

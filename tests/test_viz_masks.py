@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from analysis import masks as am
 from model.masks import causal_mask
 from viz import masks as vm
 
@@ -14,7 +15,7 @@ PAIR = ["this is my car", "that is not"]
 
 @pytest.fixture(scope="module")
 def run(minilm):
-    return vm.padded_run(minilm, PAIR)
+    return am.padded_run(minilm, PAIR)
 
 
 def test_padded_run_tokens_and_mask(run, minilm):
@@ -28,7 +29,7 @@ def test_padded_run_tokens_and_mask(run, minilm):
 
 @pytest.mark.parametrize("layer,head,row", [(0, 0, 1), (3, 7, 1), (5, 11, 0)])
 def test_stages_reproduce_the_models_padded_attention(run, minilm, layer, head, row):
-    st = vm.padded_stages(minilm, run, layer, head, row)
+    st = am.padded_stages(run, layer, head, row)
     ref = minilm.padded_batch(PAIR).attention[layer, row, head]  # (n, n)
     np.testing.assert_allclose(st["weights"], ref, atol=1e-5)
     np.testing.assert_allclose(st["scaled"], st["scores"] / np.sqrt(32), rtol=1e-5, atol=1e-5)
@@ -37,33 +38,33 @@ def test_stages_reproduce_the_models_padded_attention(run, minilm, layer, head, 
     assert blocked.sum() == (6 * 1 if row == 1 else 0)
     assert np.all(st["weights"][blocked] == 0.0)  # exactly 0, not just small
     assert np.all(np.isneginf(st["masked"][blocked])) and np.all(np.isfinite(st["masked"][~blocked]))
-    checks = vm.stage_checks(st)
+    checks = am.stage_checks(st)
     assert checks["max_row_sum_error"] < 1e-5 and checks["max_blocked_weight"] == 0.0
 
 
 def test_padded_stages_check_ranges(run, minilm):
     with pytest.raises(ValueError):
-        vm.padded_stages(minilm, run, 6, 0, 0)
+        am.padded_stages(run, 6, 0, 0)
     with pytest.raises(ValueError):
-        vm.padded_stages(minilm, run, 0, 12, 0)
+        am.padded_stages(run, 0, 12, 0)
 
 
 def test_padded_batch_through_an_encoder_decoders_encoder(paper_base):
-    r = vm.padded_run(paper_base, ["I am sam", "I"])
-    st = vm.padded_stages(paper_base, r, 2, 3, 1)
+    r = am.padded_run(paper_base, ["I am sam", "I"])
+    st = am.padded_stages(r, 2, 3, 1)
     assert r.tokens[1][-1] == "[PAD]"
     np.testing.assert_allclose(st["weights"], r.attention[2, 1, 3], atol=1e-5)
     assert np.all(st["weights"][:, ~r.mask[1]] == 0.0)
 
 
 def test_decoder_run_uses_padding_and_look_ahead(paper_base):
-    dec = vm.decoder_run(paper_base, "I am sam", "I am sam", n_pad=2)
+    dec = am.decoder_run(paper_base, "I am sam", "I am sam", n_pad=2)
     T = len(dec.tokens)
     assert dec.tokens[0] == "[CLS]" and dec.tokens[-2:] == ["[PAD]", "[PAD]"]
     expected = causal_mask(T).numpy() & (dec.ids != 0)[None, :]
     np.testing.assert_array_equal(dec.mask, expected)
     for layer, head in [(0, 0), (5, 7)]:
-        st = vm.decoder_stages(paper_base, dec, layer, head)
+        st = am.decoder_stages(dec, layer, head)
         np.testing.assert_allclose(st["weights"], dec.attention[layer, head], atol=1e-5)
         assert np.all(st["weights"][~dec.mask] == 0.0)
         assert np.all(np.triu(st["weights"], 1) == 0.0)  # never attends to a later position
@@ -72,7 +73,7 @@ def test_decoder_run_uses_padding_and_look_ahead(paper_base):
 
 def test_decoder_run_matches_the_models_own_forward(paper_base):
     """The recorded decoder attention is what Transformer.forward gives for the same padded target."""
-    dec = vm.decoder_run(paper_base, "this is my car", "that is not", n_pad=1)
+    dec = am.decoder_run(paper_base, "this is my car", "that is not", n_pad=1)
     src = paper_base.encode_source("this is my car").ids
     with torch.inference_mode():
         out = paper_base.module(torch.tensor([src]), torch.tensor([dec.ids.tolist()]))
@@ -80,14 +81,14 @@ def test_decoder_run_matches_the_models_own_forward(paper_base):
 
 
 def test_example_masks_i_am_sam_pad():
-    ex = vm.example_masks(["I", "am", "sam", "<pad>"])
+    ex = am.example_masks(["I", "am", "sam", "<pad>"])
     np.testing.assert_array_equal(ex["causal"], np.tril(np.ones((4, 4), bool)))
     np.testing.assert_array_equal(ex["padding"], np.array([[1, 1, 1, 0]] * 4, bool))
     np.testing.assert_array_equal(ex["combined"], [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]])
 
 
 def test_stage_figures_show_blocked_cells_as_nan_and_row_sums(run, minilm):
-    st = vm.padded_stages(minilm, run, 1, 2, 1)
+    st = am.padded_stages(run, 1, 2, 1)
     toks = run.tokens[1]
     figs = vm.stage_figures(st, toks, toks, title="L1 H2")
     masked_z = np.asarray(figs["masked"].data[0].z, dtype=float)

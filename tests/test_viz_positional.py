@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from model.errors import WeightsError
+from analysis import positional as ap
 from viz import positional as vp
 from viz.export import figure_bytes
-from viz.heatmap import budget_factors, heatmap, mpl_plain, pool_by, pooling_note, unique_labels
+from viz.heatmap import axis_labels, budget_factors, heatmap, pool_by, pooling_note
 
 
 def test_table_is_the_papers_formula_on_the_lecture_example():
-    pe = vp.sinusoidal(50, 128)
+    pe = ap.sinusoidal(50, 128)
     assert pe.shape == (50, 128) and pe.dtype == np.float32
     for pos in (0, 1, 7, 49):
         for i in (0, 5, 63):
@@ -27,18 +27,18 @@ def test_table_is_the_papers_formula_on_the_lecture_example():
 @pytest.mark.parametrize("n,d", [(0, 128), (50, 1), (2049, 64), (10, 1026)])
 def test_table_rejects_sizes_outside_the_sliders(n, d):
     with pytest.raises(ValueError):
-        vp.sinusoidal(n, d)
+        ap.sinusoidal(n, d)
 
 
 def test_similarity_is_dot_products_and_depends_only_on_distance():
-    pe = vp.sinusoidal(40, 64)
-    sim = vp.similarity(pe)
+    pe = ap.sinusoidal(40, 64)
+    sim = ap.similarity(pe)
     np.testing.assert_allclose(sim, pe.astype(np.float64) @ pe.T, rtol=1e-5, atol=1e-4)
     assert np.allclose(np.diag(sim), 32.0, atol=1e-4)  # |PE_pos|^2 = d/2: each sin/cos pair contributes 1
     for k in (1, 5, 17):  # sum_i cos(w_i (p - q)): the same along every diagonal
         diag = np.diagonal(sim, offset=k)
         assert np.ptp(diag) < 1e-4
-    cos = vp.similarity(pe, cosine=True)
+    cos = ap.similarity(pe, cosine=True)
     assert np.allclose(np.diag(cos), 1.0, atol=1e-6) and cos.max() <= 1.0 + 1e-6
 
 
@@ -55,18 +55,18 @@ def test_pooling_is_a_block_mean_that_ignores_nan():
 
 
 def test_biggest_table_is_pooled_and_its_figure_stays_small():
-    pe = vp.sinusoidal(2048, 1024)
+    pe = ap.sinusoidal(2048, 1024)
     fig = vp.pe_heatmap(pe)
     z = fig.data[0].z
     assert z.size <= 384 * 384 and z.dtype == np.float32
     assert "averaged" in fig.layout.title.text
     assert len(fig.to_json()) < 1_500_000
-    small = vp.pe_heatmap(vp.sinusoidal(50, 128))
+    small = vp.pe_heatmap(ap.sinusoidal(50, 128))
     assert small.data[0].z.shape == (50, 128) and "averaged" not in small.layout.title.text
 
 
 def test_curves_only_for_existing_dims_and_export_png():
-    pe = vp.sinusoidal(100, 16)
+    pe = ap.sinusoidal(100, 16)
     fig = vp.pe_curves(pe, [0, 1, 15, 99])
     assert [t.name.split(" ")[1] for t in fig.data] == ["0", "1", "15"]
     np.testing.assert_allclose(fig.data[0].y, pe[:, 0])
@@ -76,13 +76,12 @@ def test_curves_only_for_existing_dims_and_export_png():
 
 
 def test_labels_are_escaped_and_repeated_tokens_stay_distinct():
-    labels = unique_labels(["the", "<script>", "the", "x\x07"], 4)
+    labels = axis_labels(["the", "<script>", "the", "x\x07"])
     assert labels[0] != labels[2] and labels[0].startswith("the")
     assert "<" not in labels[1] and "&lt;script&gt;" in labels[1]
     assert "\x07" not in labels[3]
     fig = heatmap(np.eye(2), ["<b>a</b>", "b"], ["c", "d"], title="t")
     assert "<b>" not in json.dumps(list(fig.data[0].y))
-    assert mpl_plain("$\\frac$") == "\\$\\frac\\$"
 
 
 def test_triptych_of_minilm_shows_the_parts_that_are_summed(minilm):
@@ -97,7 +96,7 @@ def test_triptych_of_minilm_shows_the_parts_that_are_summed(minilm):
 def test_triptych_of_the_paper_model_uses_the_sinusoidal_table(paper_base):
     enc, parts = paper_base.embedding_parts("I am good")
     n = len(enc.tokens)
-    np.testing.assert_allclose(parts["position"], vp.sinusoidal(n, 512), atol=1e-6)
+    np.testing.assert_allclose(parts["position"], ap.sinusoidal(n, 512), atol=1e-6)
     np.testing.assert_allclose(parts["sum"], parts["token"] + parts["position"], atol=1e-6)
     assert set(parts) == {"token", "position", "sum"}
 
@@ -105,19 +104,7 @@ def test_triptych_of_the_paper_model_uses_the_sinusoidal_table(paper_base):
 def test_learned_positions_differ_from_sinusoidal(minilm):
     learned = minilm.position_table(512)
     assert learned.shape == (512, 384)
-    fixed = vp.sinusoidal(512, 384)
+    fixed = ap.sinusoidal(512, 384)
     assert np.abs(learned - fixed).mean() > 0.01
-    cos = vp.similarity(learned, cosine=True)
+    cos = ap.similarity(learned, cosine=True)
     assert cos[100, 101] > cos[100, 400]  # learned too: neighbours are more alike than distant positions
-
-
-def test_fallback_encoder_decoder(paper_base):
-    def load(name):
-        if name == "seq2seq-tiny":
-            raise WeightsError("Missing assets/seq2seq-tiny/model.safetensors")
-        return paper_base
-
-    loaded, note = vp.fallback_encoder_decoder(load)
-    assert loaded is paper_base and "untrained" in note and "seq2seq-tiny" in note
-    with pytest.raises(RuntimeError, match="no encoder-decoder"):
-        vp.fallback_encoder_decoder(lambda name: (_ for _ in ()).throw(ImportError("nope")))

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from model.steps import attention_steps
-from viz.steps import build_stages, replay, stage_figure
+from analysis.stages import attention_steps
+from viz.steps import build_stages, stage_figure
 
 TEXT = "The animal didn't cross the street because it was tired"
 
@@ -18,6 +18,17 @@ def trace(minilm):
 
 def _by_key(stages):
     return {s.key: s for s in stages}
+
+
+def replay(stages) -> dict[str, np.ndarray]:
+    """Recompute the drawn weights and Z from the drawn Q, K, V and mask (float64): the figures agree with one
+    another, not only with the model."""
+    s = {st.key: st.matrix.astype(np.float64) for st in stages}
+    scaled = s["Q"] @ s["K"].T / np.sqrt(s["Q"].shape[1])
+    scaled = np.where(s["mask"] > 0.5, scaled, -np.inf)
+    e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    return {"weights": weights, "Z": weights @ s["V"]}
 
 
 @pytest.mark.parametrize("layer,head", [(0, 0), (2, 5), (5, 11)])

@@ -1,9 +1,6 @@
 """Plotly figures of the Attention explorer (and their matplotlib twins for slide export). No Streamlit here.
 
-- head_heatmap:  one (n, m) attention matrix, query rows x key columns; hover "query -> key: weight" (3 decimals).
-                 Values travel as one float32 array (plotly base64 typed array: ~1.4 MB at 512 x 512); the hover
-                 text is a template, not a string per cell. Repeated tokens get zero-width suffixes so a
-                 categorical axis keeps "the" and "the" apart.
+- one head:      viz.heatmap.heatmap with HEAD_HOVER ("query -> key: weight", 3 decimals).
 - grid_figure:   every layer x head as a thumbnail: ONE heatmap of a mosaic of block-mean-pooled thumbnails
                  (at most `size` x `size` each, e.g. 6 x 12 heads of 24 x 24 for 512 tokens), plus one invisible
                  marker per head that carries (layer, head) for hover and click selection. Or, coloured by a metric,
@@ -21,53 +18,39 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .metrics import mosaic
-from .theme import base_layout, esc, font_size, head_colour, rgba
+from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba
 
-ZW = "\u200b"  # zero-width space: makes repeated labels distinct without showing anything
 COLORSCALE = "Viridis"
 ALL_TOKENS_MAX = 60  # the token view lists every token up to this length, else only the keys it draws lines to
+HEAD_HOVER = "%{y} -> %{x}: %{z:.3f}<extra></extra>"  # the one-head heatmap's hover: "query -> key: weight"
 
 
-def axis_labels(tokens: list[str], limit: int = 20) -> list[str]:
-    """Escaped, shortened, and unique (k-th repeat of a label gets k zero-width spaces)."""
-    seen: dict[str, int] = {}
-    out = []
-    for t in tokens:
-        s = esc(t, limit) or "∅"
-        k = seen.get(s, 0)
-        seen[s] = k + 1
-        out.append(s + ZW * k)
-    return out
+# ---- thumbnails of the all-heads grid ---------------------------------------------------------------------------------------------------
+def pool(matrix: np.ndarray, size: int) -> np.ndarray:
+    """Block-mean pooling of a 2-D matrix to at most size x size (uneven blocks when n is not a multiple)."""
+    n, m = matrix.shape
+    r = np.linspace(0, n, min(n, size) + 1).astype(int)[:-1]
+    c = np.linspace(0, m, min(m, size) + 1).astype(int)[:-1]
+    sums = np.add.reduceat(np.add.reduceat(matrix, r, axis=0), c, axis=1)
+    counts = np.outer(np.diff(np.append(r, n)), np.diff(np.append(c, m)))
+    return (sums / counts).astype(np.float32)
 
 
-def figure(data: list[dict], layout: dict) -> go.Figure:
-    """A plotly Figure from plain dicts without per-property validation (~1 ms instead of ~25 ms per figure: this
-    is what keeps a head change under 100 ms). The dicts use only documented plotly attributes."""
-    # an empty template: plotly's default one is ~7 kB per figure and a deep copy on every draw; Streamlit's
-    # theme styles the chart in the browser anyway
-    return go.Figure({"data": data, "layout": {"template": {}, **layout}}, _validate=False)
-
-
-# ---- one head --------------------------------------------------------------------------------------------------------
-def head_heatmap(matrix: np.ndarray, row_tokens: list[str], col_tokens: list[str], *, title: str = "",
-                 lecture: bool = False, blocked: np.ndarray | None = None, zmax: float | None = None,
-                 xlabel: str = "key", ylabel: str = "query") -> go.Figure:
-    """(n, m) weights as a heatmap; `blocked` (bool, True = masked) cells are drawn as gaps."""
-    z = np.asarray(matrix, dtype=np.float32)
-    if z.ndim != 2 or z.shape != (len(row_tokens), len(col_tokens)):
-        raise ValueError(f"head_heatmap needs a matrix of shape ({len(row_tokens)}, {len(col_tokens)}), got {z.shape}")
-    if blocked is not None:
-        z = np.where(blocked, np.nan, z).astype(np.float32)
-    n, m = z.shape
-    heat = dict(type="heatmap", z=z, x=axis_labels(col_tokens), y=axis_labels(row_tokens), colorscale=COLORSCALE,
-                zmin=0.0, zmax=zmax if zmax is not None else (float(np.nanmax(z)) if np.isfinite(z).any() else 1.0),
-                hovertemplate="%{y} -> %{x}: %{z:.3f}<extra></extra>", colorbar=dict(title=dict(text="weight")))
-    tick = max(7, min(font_size(lecture), int(700 / max(n, m, 1))))
-    layout = base_layout(lecture, int(min(820, max(420, 24 * n + 160))), title)
-    layout["xaxis"] = dict(title=dict(text=xlabel), tickangle=-60, tickfont=dict(size=tick), type="category")
-    layout["yaxis"] = dict(title=dict(text=ylabel), autorange="reversed", tickfont=dict(size=tick), type="category")
-    return figure([heat], layout)
+def mosaic(att: np.ndarray, size: int = 24, gap: int = 1, normalise: bool = True) -> tuple[np.ndarray, int, int]:
+    """(L, H, n, m) -> one (L*(t+gap), H*(u+gap)) image of pooled thumbnails with NaN gaps; returns (img, t, u).
+    With `normalise`, each thumbnail is divided by its own maximum so diffuse heads stay visible."""
+    L, H, n, m = att.shape
+    t, u = min(n, size), min(m, size)
+    img = np.full((L * (t + gap), H * (u + gap)), np.nan, dtype=np.float32)
+    for layer in range(L):
+        for head in range(H):
+            th = pool(att[layer, head], size)
+            if normalise:
+                mx = float(th.max())
+                th = th / mx if mx > 0 else th
+            y, x = layer * (t + gap), head * (u + gap)
+            img[y:y + t, x:x + u] = th
+    return img, t, u
 
 
 # ---- all heads -------------------------------------------------------------------------------------------------------
@@ -118,7 +101,7 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
             x0, y0 = sh * sx - 0.5, sl * sy - 0.5
             x1 = x0 + (sx - 1 if metric is None else 1)
             y1 = y0 + (sy - 1 if metric is None else 1)
-            layout["shapes"] = [dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color="#e15759", width=3))]
+            layout["shapes"] = [dict(type="rect", x0=x0, y0=y0, x1=x1, y1=y1, line=dict(color=HIGHLIGHT, width=3))]
     return figure([heat, markers], layout)
 
 
@@ -203,8 +186,8 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
                      text=[(f"{i}: " if long_input else "") + esc(row_tokens[i], 24) for i in rows],
                      textposition="middle left",
                      marker=dict(size=[12 if i == query else 6 for i in rows],
-                                 color=["#e15759" if i == query else "#999999" for i in rows]),
-                     textfont=dict(size=fs, color=["#e15759" if i == query else "#333333" for i in rows]),
+                                 color=[HIGHLIGHT if i == query else "#999999" for i in rows]),
+                     textfont=dict(size=fs, color=[HIGHLIGHT if i == query else "#333333" for i in rows]),
                      hoverinfo="skip", showlegend=False))
     height = int(min(1400, max(360, (span + 1) * (30 if lecture else 24) + 120)))
     layout = base_layout(lecture, height, title)
@@ -220,10 +203,10 @@ def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitl
     """All heads as one matplotlib figure (pooled thumbnails, or the metric per head)."""
     import matplotlib.pyplot as plt
 
-    from .export import _font_family, _short
+    from .export import font_family, short_label
 
     L, H = att.shape[:2]
-    plt.rcParams["font.family"] = _font_family()
+    plt.rcParams["font.family"] = font_family()
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * H + 2), max(5, 1.1 * L + 1.5)), dpi=150)
     if metric is None:
         img, t, u = mosaic(att, size=size)
@@ -235,12 +218,12 @@ def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitl
         im = ax.imshow(metric, cmap="magma", interpolation="nearest", aspect="auto")
         for (i, j), v in np.ndenumerate(metric):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="#7f7f7f")
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SLIDE_FONT["cell"], color="#7f7f7f")
         ax.set_xticks(range(H), [f"H{h}" for h in range(H)])
         ax.set_yticks(range(L), [f"Layer {i}" for i in range(L)])
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label=metric_label)
     ax.xaxis.tick_top()
-    ax.set_title(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=14)
+    ax.set_title(title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else ""), fontsize=SLIDE_FONT["title"])
     fig.tight_layout()
     return fig
 
@@ -252,25 +235,25 @@ def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .export import _font_family, _short
+    from .export import font_family, short_label
 
     lay = token_view_layout(layer_att, query, heads, top_k=top_k, min_weight=min_weight)
     lines, keys, rows, span, yk, yr = lay.lines, lay.keys, lay.rows, lay.span, lay.y_key, lay.y_row
-    plt.rcParams["font.family"] = _font_family()
+    plt.rcParams["font.family"] = font_family()
     fig, ax = plt.subplots(figsize=(8, max(4, 0.32 * (span + 1) + 1.5)), dpi=150)
     for h in heads:
         for j, w in lines[h]:
             ax.plot([0, 1], [yr[query], yk[j]], color=head_colour(h), alpha=max(0.05, min(1.0, w)), lw=2.5)
     for i in rows:
-        ax.text(-0.03, yr[i], _short(row_tokens[i]), ha="right", va="center", fontsize=11,
-                color="#e15759" if i == query else "#222222", fontweight="bold" if i == query else "normal")
+        ax.text(-0.03, yr[i], short_label(row_tokens[i]), ha="right", va="center", fontsize=SLIDE_FONT["token"],
+                color=HIGHLIGHT if i == query else "#222222", fontweight="bold" if i == query else "normal")
     for j in keys:
-        ax.text(1.03, yk[j], _short(col_tokens[j]), ha="left", va="center", fontsize=11)
+        ax.text(1.03, yk[j], short_label(col_tokens[j]), ha="left", va="center", fontsize=SLIDE_FONT["token"])
     ax.legend(handles=[Line2D([0], [0], color=head_colour(h), lw=3, label=f"Head {h}") for h in heads],
-              loc="upper left", bbox_to_anchor=(1.25, 1.0), fontsize=9, frameon=False)
+              loc="upper left", bbox_to_anchor=(1.25, 1.0), fontsize=SLIDE_FONT["legend"], frameon=False)
     ax.set_xlim(-0.5, 1.5)
     ax.set_ylim(-span - 0.8, 0.8)
     ax.axis("off")
-    ax.set_title(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=13)
+    ax.set_title(title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else ""), fontsize=SLIDE_FONT["title"])
     fig.tight_layout()
     return fig

@@ -21,17 +21,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 
+from .theme import MASKED_BG, SLIDE_FONT  # noqa: E402
+
 FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 _CJK_FONTS = ("Noto Sans CJK KR", "Noto Sans CJK JP", "Noto Sans CJK SC", "NanumGothic", "UnDotum")
 
 
-def _font_family() -> list[str]:
+def font_family() -> list[str]:
     """DejaVu Sans first, then a CJK font when installed, so Korean labels render."""
     have = {f.name for f in font_manager.fontManager.ttflist}
     return ["DejaVu Sans", *[f for f in _CJK_FONTS if f in have]]
 
 
-def _short(label: str, limit: int = 18) -> str:
+def short_label(label: str, limit: int = 18) -> str:
     label = "".join(ch if ch.isprintable() else "\ufffd" for ch in str(label))
     label = label if len(label) <= limit else label[: limit - 1] + "…"
     return label
@@ -58,11 +60,11 @@ def heatmap_figure(
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
     rows, cols = m.shape
-    plt.rcParams["font.family"] = _font_family()
+    plt.rcParams["font.family"] = font_family()
     side = min(16.0, max(6.0, 0.32 * max(rows, cols) + 3))
     fig, ax = plt.subplots(figsize=(side * 1.15, side), dpi=150)
     shown = np.ma.masked_where(masked, m) if masked is not None else np.ma.masked_invalid(m)
-    cm = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")
+    cm = plt.get_cmap(cmap).with_extremes(bad=MASKED_BG)
     im = ax.imshow(shown, cmap=cm, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     if masked is not None and masked.any():
         ys, xs = np.nonzero(masked)
@@ -72,21 +74,21 @@ def heatmap_figure(
             continue
         step = max(1, math.ceil(n / 60))
         idx = list(range(0, n, step))
-        setter(idx, [_short(labels[i]) for i in idx], rotation=rot, fontsize=max(6, min(14, 300 / max(len(idx), 1))))
+        setter(idx, [short_label(labels[i]) for i in idx], rotation=rot, fontsize=max(6, min(14, 300 / max(len(idx), 1))))
     if annotate is None:
         annotate = rows * cols <= 256
     if annotate:
         for (i, j), v in np.ndenumerate(m):
             if np.isfinite(v) and not (masked is not None and masked[i, j]):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SLIDE_FONT["cell"],
                         color="white" if (vmax is None or v < 0.6 * (vmax or 1)) else "black")
-    ax.set_xlabel(xlabel, fontsize=13)
-    ax.set_ylabel(ylabel, fontsize=13)
+    ax.set_xlabel(xlabel, fontsize=SLIDE_FONT["label"])
+    ax.set_ylabel(ylabel, fontsize=SLIDE_FONT["label"])
     cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if colorbar_label:
-        cb.set_label(colorbar_label, fontsize=12)
-    full = title + (f"\n“{_short(subtitle, 90)}”" if subtitle else "")
-    ax.set_title(full, fontsize=15)
+        cb.set_label(colorbar_label, fontsize=SLIDE_FONT["label"])
+    full = title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else "")
+    ax.set_title(full, fontsize=SLIDE_FONT["title"])
     fig.tight_layout()
     return fig
 

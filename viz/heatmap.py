@@ -1,51 +1,42 @@
-"""A small shared plotly heatmap for the positional, mask and step-by-step labs.
+"""The one plotly heatmap builder of the app (attention, masks, stages, PE tables). No Streamlit here.
 
-What it guarantees, so every lab page stays light in the browser:
-- big matrices are block-averaged (mean pooling) to at most `max_side`² cells
-  before they are sent (a 2048 x 1024 PE table with max_side 384 becomes 512 x 256);
-- values travel as float32 (plotly encodes them as base64 typed arrays), with
-  no per-cell hover strings;
-- blocked (masked) cells are NaN, drawn in the plot background colour with a
-  hatch-like marker, never as a huge negative colour;
-- token labels are HTML-escaped (plotly renders a subset of HTML in labels) and
-  made unique, since a categorical axis would merge repeated tokens ("the").
-
-No Streamlit here.
+What it guarantees, so every page stays light in the browser:
+- big matrices are block-averaged (mean pooling) to at most `max_side`² cells before they are sent (a 2048 x 1024 PE
+  table with max_side 384 becomes 512 x 256);
+- values travel as float32 (plotly encodes them as base64 typed arrays), with a hover template, never a string per
+  cell;
+- blocked (masked) cells are NaN, drawn in the plot background colour with a ✕, never as a huge negative colour;
+- labels are HTML-escaped (plotly renders a subset of HTML) and made unique, since a categorical axis would merge
+  repeated tokens ("the" and "the"): the k-th repeat gets k written in binary with two invisible characters
+  (zero-width space = 0, zero-width non-joiner = 1), so 512 repeats of one word cost a few bytes each, not k each.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
-from collections import Counter
 
 import numpy as np
 import plotly.graph_objects as go
 
+from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size
+
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
-MASKED_BG = "#d9d9d9"  # colour of blocked cells (NaN shows the plot background)
+INVISIBLE_BITS = {"0": "\u200b", "1": "\u200c"}  # zero-width space / non-joiner: distinct, never shown
 
 
-def safe_label(label: object, limit: int = 24) -> str:
-    """A token or title as plain text for plotly: escaped, non-printables as U+FFFD-free codes, shortened."""
-    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(label))
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False)
-
-
-def unique_labels(labels: list[str] | None, n: int) -> list[str]:
-    """Escaped labels, with the position appended to tokens that occur more than once."""
+def axis_labels(labels: list | None, n: int | None = None, limit: int = 20) -> list[str]:
+    """Escaped, shortened and unique labels (positions 0..n-1 when `labels` is None)."""
     if labels is None:
-        return [str(i) for i in range(n)]
-    shown = [safe_label(t, 18) for t in labels]
-    counts = Counter(shown)
-    return [f"{t} ·{i}" if counts[t] > 1 else t for i, t in enumerate(shown)]
-
-
-def pool_factor(n: int, max_side: int = MAX_SIDE) -> int:
-    return max(1, math.ceil(n / max_side))
+        return [str(i) for i in range(n or 0)]
+    seen: dict[str, int] = {}
+    out = []
+    for t in labels:
+        s = esc(t, limit) or "∅"
+        k = seen.get(s, 0)
+        seen[s] = k + 1
+        out.append(s + "".join(INVISIBLE_BITS[b] for b in format(k, "b")) if k else s)
+    return out
 
 
 def budget_factors(shape: tuple[int, int], max_side: int = MAX_SIDE) -> tuple[int, int]:
@@ -76,79 +67,6 @@ def pool_by(matrix: np.ndarray, fr: int, fc: int) -> np.ndarray:
         return np.nanmean(blocks, axis=(1, 3)).astype(np.float32)
 
 
-def pool(matrix: np.ndarray, max_rows: int = MAX_SIDE, max_cols: int = MAX_SIDE) -> tuple[np.ndarray, int, int]:
-    """Block-mean so that at most max_rows x max_cols remain; returns (pooled, fr, fc)."""
-    m = np.asarray(matrix, dtype=np.float32)
-    fr, fc = pool_factor(m.shape[0], max_rows), pool_factor(m.shape[1], max_cols)
-    return pool_by(m, fr, fc), fr, fc
-
-
-def _pooled_labels(labels: list[str], factor: int) -> list[str]:
-    if factor == 1:
-        return labels
-    return labels[::factor]  # each block is labelled by its first row / column; the title says it is averaged
-
-
-def heatmap(
-    matrix: np.ndarray,
-    row_labels: list[str] | None = None,
-    col_labels: list[str] | None = None,
-    *,
-    title: str = "",
-    colorscale: str = "Viridis",
-    zmin: float | None = None,
-    zmax: float | None = None,
-    zmid: float | None = None,
-    masked: np.ndarray | None = None,  # bool, True = blocked cell: drawn as grey background, not a colour
-    xlabel: str = "",
-    ylabel: str = "",
-    max_side: int = MAX_SIDE,
-    height: int | None = None,
-    text_auto: bool | None = None,  # write the value in each cell (default: only small matrices)
-    big: bool = False,  # lecture mode: larger fonts
-    colorbar_title: str = "",
-) -> go.Figure:
-    """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top."""
-    m = np.asarray(matrix, dtype=np.float32)
-    if m.ndim != 2:
-        raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
-    if masked is not None:
-        m = np.where(np.asarray(masked, dtype=bool), np.nan, m)
-    rows = unique_labels(row_labels, m.shape[0])
-    cols = unique_labels(col_labels, m.shape[1])
-    fr, fc = budget_factors(m.shape, max_side)
-    z = pool_by(m, fr, fc)
-    rows, cols = _pooled_labels(rows, fr), _pooled_labels(cols, fc)
-    if text_auto is None:
-        text_auto = z.size <= 144
-    trace = go.Heatmap(
-        z=z, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
-        hoverongaps=False, xgap=1 if z.shape[1] <= 40 else 0, ygap=1 if z.shape[0] <= 40 else 0,
-        hovertemplate=f"{ylabel or 'row'} %{{y}}<br>{xlabel or 'col'} %{{x}}<br>%{{z:.4g}}<extra></extra>",
-        colorbar={"title": {"text": safe_label(colorbar_title, 30)}, "thickness": 14},
-    )
-    if text_auto:
-        trace.update(texttemplate="%{z:.2f}", textfont={"size": 16 if big else 11})
-    fig = go.Figure(trace)
-    if masked is not None and fr * fc == 1 and z.size <= 2500:
-        ys, xs = np.nonzero(np.isnan(z))
-        fig.add_trace(go.Scatter(x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="text", text=["✕"] * len(xs),
-                                 textfont={"color": "#7a7a7a", "size": 14 if big else 10}, hoverinfo="skip",
-                                 showlegend=False))
-    note = f" (shown averaged in {fr}×{fc} blocks)" if fr * fc > 1 else ""
-    n_rows = z.shape[0]
-    fig.update_layout(
-        title={"text": title + note, "font": {"size": 22 if big else 15}},
-        height=height or int(min(720, max(260, 22 * n_rows + 140)) * (1.25 if big else 1)),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        plot_bgcolor=MASKED_BG,
-        font={"size": 17 if big else 12},
-    )
-    fig.update_xaxes(title_text=xlabel, type="category", tickangle=-60 if len(cols) > 8 else 0, showgrid=False)
-    fig.update_yaxes(title_text=ylabel, type="category", autorange="reversed", showgrid=False)
-    return fig
-
-
 def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE) -> str | None:
     """A caption saying a matrix is shown downsampled, or None when it is shown as is."""
     fr, fc = budget_factors(shape, max_side)
@@ -159,6 +77,66 @@ def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE) -> str | None
             "the export buttons give the full numbers.")
 
 
-def mpl_plain(text: str) -> str:
-    """User text for a matplotlib title: '$' escaped so it is never parsed as mathtext ("$\\frac$" would raise)."""
-    return str(text).replace("$", r"\$")
+def heatmap(
+    matrix: np.ndarray,
+    row_labels: list | None = None,
+    col_labels: list | None = None,
+    *,
+    title: str = "",
+    colorscale: str = "Viridis",
+    zmin: float | None = None,
+    zmax: float | None = None,
+    zmid: float | None = None,
+    masked: np.ndarray | None = None,  # bool, True = blocked cell: drawn as grey background with a ✕
+    xlabel: str = "",
+    ylabel: str = "",
+    max_side: int = MAX_SIDE,
+    height: int | None = None,
+    text_auto: bool | None = None,  # write the value in each cell (default: only small matrices)
+    lecture: bool = False,
+    colorbar_title: str = "",
+    hover: str | None = None,  # a plotly hovertemplate; default "row %{y} / col %{x} / value"
+) -> go.Figure:
+    """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
+    (it may carry markup such as <sup>)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    if m.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
+    for labels, n, axis in ((row_labels, m.shape[0], "rows"), (col_labels, m.shape[1], "columns")):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"heatmap of shape {m.shape} got {len(labels)} labels for its {n} {axis}")
+    if masked is not None:
+        m = np.where(np.asarray(masked, dtype=bool), np.nan, m)
+    fr, fc = budget_factors(m.shape, max_side)
+    z = pool_by(m, fr, fc)
+    rows, cols = axis_labels(row_labels, m.shape[0])[::fr], axis_labels(col_labels, m.shape[1])[::fc]
+    if text_auto is None:
+        text_auto = z.size <= 144
+    finite = np.isfinite(z)
+    heat = dict(type="heatmap", z=z, x=cols, y=rows, colorscale=colorscale, hoverongaps=False,
+                zmin=zmin, zmax=zmax if zmax is not None or zmin is None or not finite.any() else float(z[finite].max()),
+                xgap=1 if z.shape[1] <= 40 else 0, ygap=1 if z.shape[0] <= 40 else 0,
+                hovertemplate=hover or f"{esc(ylabel) or 'row'} %{{y}}<br>{esc(xlabel) or 'col'} %{{x}}<br>"
+                                       "%{z:.4g}<extra></extra>",
+                colorbar=dict(title=dict(text=esc(colorbar_title, 30)), thickness=14))
+    if zmid is not None:
+        heat["zmid"] = zmid
+    heat = {k: v for k, v in heat.items() if v is not None}  # unset = plotly's automatic range
+    if text_auto:
+        heat.update(texttemplate="%{z:.2f}", textfont=dict(size=cell_font_size(lecture)))
+    data = [heat]
+    if masked is not None and fr * fc == 1 and z.size <= 2500:
+        ys, xs = np.nonzero(~finite)
+        data.append(dict(type="scatter", x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="text",
+                         text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
+                         textfont=dict(color="#7a7a7a", size=cell_font_size(lecture) + 3)))
+    note = f" (shown averaged in {fr}×{fc} blocks)" if fr * fc > 1 else ""
+    n = max(z.shape)
+    tick = max(7, min(font_size(lecture), int(700 / max(n, 1))))
+    layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))), title + note)
+    layout.update(plot_bgcolor=MASKED_BG,
+                  xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=-60 if len(cols) > 8 else 0,
+                             tickfont=dict(size=tick), showgrid=False),
+                  yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
+                             tickfont=dict(size=tick), showgrid=False))
+    return figure(data, layout)

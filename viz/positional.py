@@ -1,7 +1,7 @@
 """Figure builders for the positional-encoding lab (no Streamlit here).
 
-Sinusoidal encoding of Vaswani et al. 2017, section 3.5 (the table itself comes
-from `model.positional.sinusoidal_table`):
+Sinusoidal encoding of Vaswani et al. 2017, section 3.5 (the table and the similarity matrix come from
+`analysis.positional`, which reads `model.positional.sinusoidal_table`):
     PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 It is *added* to the token embeddings X. The similarity matrix is S = PE PE^T
@@ -17,18 +17,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from model.positional import sinusoidal_table
-from viz.heatmap import budget_factors, heatmap, pool_by, unique_labels
-
-MAX_POSITIONS = 2048
-MAX_D_MODEL = 1024
-
-
-def sinusoidal(n: int, d: int) -> np.ndarray:
-    """PE (n, d) float32 from the model's own formula."""
-    if not (1 <= n <= MAX_POSITIONS and 2 <= d <= MAX_D_MODEL):
-        raise ValueError(f"choose 1..{MAX_POSITIONS} positions and d_model 2..{MAX_D_MODEL}; got {n} x {d}")
-    return sinusoidal_table(n, d).numpy().astype(np.float32)
+from .heatmap import axis_labels, budget_factors, heatmap, pool_by
+from .theme import SLIDE_FONT, base_layout
 
 
 def robust_limit(m: np.ndarray) -> float:
@@ -36,21 +26,13 @@ def robust_limit(m: np.ndarray) -> float:
     return float(np.percentile(np.abs(m), 99.5)) or 1.0
 
 
-def similarity(pe: np.ndarray, cosine: bool = False) -> np.ndarray:
-    """(n, d) -> (n, n): S[i, j] = PE_i · PE_j, or cos(PE_i, PE_j)."""
-    v = np.asarray(pe, dtype=np.float32)
-    if cosine:
-        v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return v @ v.T
-
-
-def pe_heatmap(pe: np.ndarray, *, title: str = "", big: bool = False, max_side: int = 384,
+def pe_heatmap(pe: np.ndarray, *, title: str = "", lecture: bool = False, max_side: int = 384,
                lim: float = 1.0) -> go.Figure:
     """A position table: positions down, dimensions across, colours over [-lim, lim] (sinusoidal: [-1, 1])."""
     n, d = pe.shape
     return heatmap(pe, [str(i) for i in range(n)], [str(j) for j in range(d)],
                    title=title or f"Sinusoidal PE: {n} positions × {d} dims", colorscale="RdBu", zmin=-lim, zmax=lim,
-                   xlabel="dimension", ylabel="position", height=560, text_auto=False, big=big,
+                   xlabel="dimension", ylabel="position", height=560, text_auto=False, lecture=lecture,
                    max_side=max_side)
 
 
@@ -61,7 +43,7 @@ def default_dims(d: int) -> list[int]:
     return sorted({min(max(p, 0), d - 1) for p in picks})
 
 
-def pe_curves(pe: np.ndarray, dims: list[int], *, big: bool = False) -> go.Figure:
+def pe_curves(pe: np.ndarray, dims: list[int], *, lecture: bool = False) -> go.Figure:
     """Selected columns of PE against position: even dims are sines, odd dims cosines."""
     n, d = pe.shape
     fig = go.Figure()
@@ -73,25 +55,24 @@ def pe_curves(pe: np.ndarray, dims: list[int], *, big: bool = False) -> go.Figur
             wavelength = 2 * np.pi * 10000 ** ((j - j % 2) / d)
             fig.add_trace(go.Scatter(x=x, y=pe[::step, j], mode="lines",
                                      name=f"dim {j} ({kind}, wavelength {wavelength:,.1f})"))
-    fig.update_layout(title=f"PE columns against position (d_model = {d})", xaxis_title="position",
-                      yaxis_title="PE value", yaxis_range=[-1.1, 1.1], height=380 * (1.25 if big else 1),
-                      font={"size": 17 if big else 12}, legend={"orientation": "h", "y": -0.25},
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    fig.update_layout(**base_layout(lecture, 380, f"PE columns against position (d_model = {d})"),
+                      xaxis_title="position", yaxis_title="PE value", yaxis_range=[-1.1, 1.1],
+                      legend={"orientation": "h", "y": -0.25})
     return fig
 
 
-def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, big: bool = False,
+def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, lecture: bool = False,
                        max_side: int = 256) -> go.Figure:
     n = sim.shape[0]
     labels = [str(i) for i in range(n)]
     kw = {"zmin": -1.0, "zmax": 1.0, "colorscale": "RdBu"} if cosine else {"colorscale": "Viridis"}
     return heatmap(sim, labels, labels, title=title, xlabel="position", ylabel="position", height=520,
-                   text_auto=False, big=big, colorbar_title="cosine" if cosine else "dot product",
+                   text_auto=False, lecture=lecture, colorbar_title="cosine" if cosine else "dot product",
                    max_side=max_side, **kw)
 
 
 def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
-                       title: str = "", big: bool = False) -> go.Figure:
+                       title: str = "", lecture: bool = False) -> go.Figure:
     """X, PE and X + PE (and the token-type rows when the model has them) side by side, one row per token,
     on one symmetric colour scale so the addition can be read cell by cell."""
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
@@ -100,7 +81,7 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
     fr, fc = budget_factors(parts[keys[0]].shape, 256)
     mats = [pool_by(parts[k], fr, fc) for k in keys]  # (n', d') each
     lim = max(robust_limit(m) for m in mats)
-    rows = unique_labels(tokens, parts[keys[0]].shape[0])
+    rows = axis_labels(tokens)
     rows = rows[::fr]
     fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, subplot_titles=names, horizontal_spacing=0.02)
     for c, m in enumerate(mats, start=1):
@@ -108,28 +89,8 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
                                  hovertemplate="%{y}<br>dim %{x}<br>%{z:.4f}<extra></extra>"), row=1, col=c)
         fig.update_xaxes(title_text="dimension", row=1, col=c)
     fig.update_yaxes(type="category", autorange="reversed", row=1, col=1)
-    fig.update_layout(title=title, height=int(min(760, max(300, 22 * len(rows) + 160)) * (1.25 if big else 1)),
-                      font={"size": 17 if big else 12}, margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    fig.update_layout(**base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))
     return fig
-
-
-def fallback_encoder_decoder(load, names=("seq2seq-tiny", "paper-base")):
-    """The first encoder-decoder model that loads: (loaded, note). `load(name)` -> LoadedModel.
-    seq2seq-tiny may be missing while its checkpoint is being trained; paper-base always loads."""
-    from model.errors import HeadlightError
-
-    errors = []
-    for name in names:
-        try:
-            loaded = load(name)
-        except (HeadlightError, ImportError, OSError) as e:
-            errors.append(f"{name}: {e}")
-            continue
-        note = None if loaded.trained else (
-            f"{name} has random, untrained weights: its shapes and masks are real, its numbers are not learned"
-            + (f" ({errors[0].split(':')[0]} is not available)." if errors else "."))
-        return loaded, note
-    raise RuntimeError("no encoder-decoder model could be loaded: " + "; ".join(errors))
 
 
 # ---- matplotlib figures for export (slides) ----------------------------------------------------------------
@@ -144,11 +105,11 @@ def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = ""):
     for j in dims:
         if 0 <= j < d:
             ax.plot(np.arange(n), pe[:, j], label=f"dim {j} ({'sin' if j % 2 == 0 else 'cos'})", linewidth=2)
-    ax.set_xlabel("position", fontsize=13)
-    ax.set_ylabel("PE value", fontsize=13)
+    ax.set_xlabel("position", fontsize=SLIDE_FONT["label"])
+    ax.set_ylabel("PE value", fontsize=SLIDE_FONT["label"])
     ax.set_ylim(-1.1, 1.1)
-    ax.legend(fontsize=11, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
-    ax.set_title(title or f"Sinusoidal PE columns (d_model = {d})", fontsize=15)
+    ax.legend(fontsize=SLIDE_FONT["token"], ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.set_title(title or f"Sinusoidal PE columns (d_model = {d})", fontsize=SLIDE_FONT["title"])
     fig.tight_layout()
     return fig
 
@@ -158,23 +119,23 @@ def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: 
     """Matplotlib version of `embedding_triptych`: X, PE, (token type), X + PE on one colour scale."""
     import matplotlib.pyplot as plt
 
-    from viz.export import _font_family, _short
+    from viz.export import font_family, short_label
 
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
     labels = labels or {}
     lim = max(robust_limit(parts[k]) for k in keys)
     n = parts[keys[0]].shape[0]
-    plt.rcParams["font.family"] = _font_family()
+    plt.rcParams["font.family"] = font_family()
     fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), min(14, max(4.5, 0.3 * n + 2))), dpi=150,
                              sharey=True)
     step = max(1, -(-n // 60))
     for ax, k in zip(np.atleast_1d(axes), keys):
         im = ax.imshow(parts[k], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
-        ax.set_title(labels.get(k, k), fontsize=13)
-        ax.set_xlabel("dimension", fontsize=12)
+        ax.set_title(labels.get(k, k), fontsize=SLIDE_FONT["label"])
+        ax.set_xlabel("dimension", fontsize=SLIDE_FONT["label"])
     first = np.atleast_1d(axes)[0]
-    first.set_yticks(range(0, n, step), [_short(tokens[i]) for i in range(0, n, step)],
+    first.set_yticks(range(0, n, step), [short_label(tokens[i]) for i in range(0, n, step)],
                      fontsize=max(6, min(12, 300 / max(n // step, 1))))
     fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
-    fig.suptitle(title + (f"\n“{_short(subtitle, 90)}”" if subtitle else ""), fontsize=15)
+    fig.suptitle(title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else ""), fontsize=SLIDE_FONT["title"])
     return fig

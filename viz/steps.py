@@ -1,9 +1,8 @@
 """Step-by-step scaled dot-product attention as a list of labelled stages
 (the brief's walk-through, rows 2 to 8). No Streamlit here.
 
-The numbers come from `model.steps.attention_steps`, which recomputes one
-layer / head from the trace's stored layer input and the model's own weights
-(Vaswani et al. 2017, eq. 1 and section 3.2.2):
+The numbers come from `analysis.stages.attention_steps`, which reads one layer / head out of the model's own
+forward (Vaswani et al. 2017, eq. 1 and section 3.2.2):
 
     Q = X W_Q,  K = X W_K,  V = X W_V            (each W: d_model x d_k)
     S = Q K^T,  S / sqrt(d_k),  mask (blocked = -inf)
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.heatmap import heatmap
+from .heatmap import heatmap
 
 
 @dataclass
@@ -118,21 +117,9 @@ def build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_tokens
     return out
 
 
-def stage_figure(stage: Stage, *, big: bool = False, max_side: int = 256) -> go.Figure:
+def stage_figure(stage: Stage, *, lecture: bool = False, max_side: int = 256) -> go.Figure:
     """One stage as a heatmap titled with its shape; cell values written only on small matrices."""
     zmid = 0.0 if stage.zmin is None and stage.colorscale == "RdBu_r" else None
     return heatmap(stage.matrix, stage.rows, stage.cols, title=f"{stage.title}  ·  {stage.shape}",
                    colorscale=stage.colorscale, zmin=stage.zmin, zmax=stage.zmax, zmid=zmid, masked=stage.masked,
-                   xlabel=stage.xlabel, ylabel=stage.ylabel, big=big, max_side=max_side)
-
-
-def replay(stages: list[Stage]) -> dict[str, np.ndarray]:
-    """Recompute the drawn weights and Z from the drawn Q, K, V and mask (float64): the figures agree
-    with one another, not only with the model."""
-    s = {st.key: st.matrix.astype(np.float64) for st in stages}
-    k = s["Q"].shape[1]
-    scaled = s["Q"] @ s["K"].T / np.sqrt(k)
-    scaled = np.where(s["mask"] > 0.5, scaled, -np.inf)
-    e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
-    weights = e / e.sum(axis=1, keepdims=True)
-    return {"weights": weights, "Z": weights @ s["V"]}
+                   xlabel=stage.xlabel, ylabel=stage.ylabel, lecture=lecture, max_side=max_side)

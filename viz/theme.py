@@ -1,4 +1,5 @@
-"""Plot sizes and fonts for normal and lecture (projector) mode, and safe text for plotly. No Streamlit here.
+"""The one theme of every figure: sizes and fonts for normal and lecture (projector) mode, head colours, safe text
+for plotly, and a fast figure constructor. No Streamlit here.
 
 Plotly renders a subset of HTML in titles, tick labels, hover text and annotations, so every user-derived string
 (tokens, the sentence) goes through `esc()` before it reaches a figure.
@@ -8,10 +9,16 @@ from __future__ import annotations
 
 import html
 
+import plotly.graph_objects as go
+
 HEAD_COLOURS = [  # one colour per head (Tableau 10 + 2), repeated beyond 12 heads
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b",
 ]
+MASKED_BG = "#d9d9d9"  # colour of blocked (masked) cells: the plot background shows through NaN
+HIGHLIGHT = "#e15759"  # the selected head / row / query token
+LECTURE_SCALE = 1.35  # figure heights in lecture mode
+SLIDE_FONT = {"title": 15, "label": 13, "token": 11, "legend": 10, "cell": 8}  # matplotlib exports (points)
 
 
 def esc(text: object, limit: int = 40) -> str:
@@ -35,12 +42,24 @@ def font_size(lecture: bool) -> int:
     return 20 if lecture else 13
 
 
+def cell_font_size(lecture: bool) -> int:
+    """Numbers written inside heatmap cells."""
+    return 16 if lecture else 11
+
+
 def base_layout(lecture: bool, height: int, title: str = "") -> dict:
-    """Common plotly layout: font, height (x1.35 in lecture mode), margins, title."""
+    """Common plotly layout: font, height (x LECTURE_SCALE in lecture mode), margins, title."""
     fs = font_size(lecture)
     return dict(
-        height=int(height * (1.35 if lecture else 1.0)),
+        height=int(height * (LECTURE_SCALE if lecture else 1.0)),
         font=dict(size=fs),
         title=dict(text=title, font=dict(size=fs + 3)),
         margin=dict(l=10, r=10, t=60 if title else 20, b=10),
     )
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    """A plotly Figure from plain dicts without per-property validation (~1 ms instead of ~25 ms per figure). The
+    dicts use only documented plotly attributes. An empty template: plotly's default one is ~7 kB per figure and a
+    deep copy on every draw; Streamlit's theme styles the chart in the browser anyway."""
+    return go.Figure({"data": data, "layout": {"template": {}, **layout}}, _validate=False)

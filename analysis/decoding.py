@@ -1,0 +1,104 @@
+"""The paper's two ways of running a decoder (Vaswani et al. 2017, sections 3.1, 5), step by step:
+
+- **greedy decoding** (inference): start from [<bos>]; at step t the decoder reads the t tokens so far and the most
+  probable next token is fed back in. The model decodes (model.transformer.Transformer.greedy_decode); then one
+  recorded forward over the decoder inputs gives every step at once: because of the look-ahead mask, row t of that
+  pass is exactly what decoding step t computed (a test checks it against a pass per step);
+- **teacher forcing** (training): the whole shifted correct target [<bos>, y_1 .. y_n] in one pass; row t is what
+  step t would see if every earlier output had been right.
+
+Both return a frozen `DecodingRun` with the same fields, so the page draws either.
+Notation: L decoder layers, h heads, T steps, m source length, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.data import apply_task
+
+from .frozen import freeze, to_numpy
+
+TOP_K = 5
+
+
+@dataclass(frozen=True)
+class Step:
+    """What decoding step t (1-based) saw and produced."""
+
+    inputs: list[str]  # (t,) decoder input tokens [<bos>, y_1 .. y_{t-1}]
+    self_attention: np.ndarray  # (L, h, t, t) masked decoder self-attention of those inputs
+    cross_row: np.ndarray  # (L, h, m) the newest input's cross-attention over the source
+    top_tokens: list[str]  # (TOP_K,) most probable next tokens, best first
+    top_probs: np.ndarray  # (TOP_K,)
+    chosen: str  # the token this step emits (greedy: top_tokens[0]; teacher forcing: the correct one)
+
+
+@dataclass(frozen=True)
+class DecodingRun:
+    task: str
+    mode: str  # "greedy" | "teacher forcing"
+    source_tokens: list[str]  # (m,) [<task>, x_1 .. x_n, <eos>]
+    steps: tuple[Step, ...]
+    expected: list[str]  # the task's correct output tokens, <eos> included
+    truncated: bool = False
+    n_tokens_untruncated: int = 0
+
+    @property
+    def output_tokens(self) -> list[str]:
+        return [s.chosen for s in self.steps]
+
+    def cross_matrix(self, upto: int) -> np.ndarray:
+        """(L, h, upto, m): the cross-attention rows of steps 1..upto."""
+        return np.stack([s.cross_row for s in self.steps[:upto]], axis=2)
+
+    @property
+    def correct(self) -> bool:
+        return self.output_tokens == self.expected
+
+
+def expected_tokens(loaded, enc, task: str) -> list[str]:
+    """The task's correct output: a permutation of the source text tokens, then <eos>."""
+    text_tokens = enc.tokens[1:-1]  # drop <task> and <eos>
+    return [*apply_task(task, text_tokens), loaded.tokenizer.id_to_token(loaded.eos_id)]
+
+
+def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str, mode: str, expected: list[str],
+         ablations=None) -> DecodingRun:
+    """One forward over the decoder inputs (T,); step t is row t-1 of every matrix."""
+    tok = loaded.tokenizer.id_to_token
+    with torch.inference_mode():
+        out = loaded.module(torch.tensor([enc.ids], device=loaded.device),
+                            torch.tensor([dec_in], device=loaded.device), ablations=ablations)
+        probs = out.logits[0].float().softmax(-1)  # (T, V)
+        top_p, top_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)  # (T, k)
+    self_att = to_numpy(torch.stack(out.decoder.self_attention)[:, 0])  # (L, h, T, T)
+    cross = to_numpy(torch.stack(out.decoder.cross_attention)[:, 0])  # (L, h, T, m)
+    top_p, top_i = to_numpy(top_p), top_i.tolist()
+    steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]], self_attention=self_att[:, :, : t + 1, : t + 1],
+                       cross_row=cross[:, :, t], top_tokens=[tok(i) for i in top_i[t]], top_probs=top_p[t],
+                       chosen=chosen[t]) for t in range(len(dec_in)))
+    return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated))
+
+
+def greedy_run(loaded, text: str, task: str, max_steps: int | None = None, *, ablations=None) -> DecodingRun:
+    """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass."""
+    enc = loaded.encode_source(text, task=task)
+    kw = {"ablations": ablations} if ablations else {}
+    ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
+    tok = loaded.tokenizer.id_to_token
+    dec_in = ys[:-1]
+    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected_tokens(loaded, enc, task),
+                ablations)
+
+
+def teacher_forced_run(loaded, text: str, task: str) -> DecodingRun:
+    """Training view: the whole shifted correct target in one pass."""
+    enc = loaded.encode_source(text, task=task)
+    expected = expected_tokens(loaded, enc, task)
+    target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
+    dec_in = [loaded.bos_id, *target_ids[:-1]]  # (T,) shifted right
+    return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected)

@@ -1,0 +1,115 @@
+"""Mask lab runs: a padded batch through an encoder, a padded teacher-forced target through a decoder, and the
+stages of one head read from the model's own forward (analysis.stages reads a single sentence the same way).
+
+Convention (model/masks.py): True = may attend. Blocked scores become -inf before the softmax, so blocked keys get
+weight exactly 0 (Vaswani et al. 2017, section 3.2.3; seed 002's padding example "this is my car" / "that is not"
+and look-ahead example "I am sam <pad>").
+
+Notation: b batch, h heads, n length, L layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.masks import causal_mask, decoder_mask, padding_mask
+
+from .frozen import freeze, to_numpy
+
+STAGE_NAMES = ("scores", "scaled", "masked", "weights", "mask")
+
+
+@dataclass(frozen=True)
+class PaddedRun:
+    """A padded batch through the encoder: what the mask lab draws."""
+
+    tokens: list[list[str]]  # (b, n) pad token fills short rows
+    ids: np.ndarray  # (b, n)
+    mask: np.ndarray  # (b, n) bool, True = real token
+    attention: np.ndarray  # (L, b, h, n, n) the layers' own attention weights
+    stages: dict  # layer -> {stage name: (b, h, n, n)} for the layers asked for
+
+
+@dataclass(frozen=True)
+class DecoderRun:
+    """One teacher-forced target, padded, through an encoder-decoder's decoder."""
+
+    source_tokens: list[str]
+    tokens: list[str]  # (T,) [<bos>, target..., <pad>...]
+    ids: np.ndarray  # (T,)
+    mask: np.ndarray  # (T, T) bool: padding AND look-ahead, exactly what the model used
+    attention: np.ndarray  # (L, h, T, T) the decoder's own masked self-attention
+    stages: dict  # layer -> {stage name: (h, T, T)}
+
+
+def _stage_arrays(att_record, mask: torch.Tensor) -> dict[str, np.ndarray]:
+    st = att_record.record["stages"]
+    return {"scores": to_numpy(st.scores), "scaled": to_numpy(st.scaled), "masked": to_numpy(st.masked),
+            "weights": to_numpy(st.weights), "mask": to_numpy(mask.expand(st.scores.shape))}
+
+
+def padded_run(loaded, texts: list[str], layers: bool | set[int] = True) -> PaddedRun:
+    """Tokenize each text, pad to the longest, run the model's embedding + encoder with the padding mask, recording
+    the stages of `layers` (True: all; a page asks for the one it shows, which bounds memory on long inputs)."""
+    tokens, ids = loaded.pad_sources(texts)
+    with torch.inference_mode():
+        t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
+        key_mask = padding_mask(t_ids, loaded.config.pad_id)  # (b, 1, 1, n)
+        out = loaded.module.encoder(loaded.source_embedding(t_ids), key_mask, record=layers)
+        stages = {i: _stage_arrays(r["self"], key_mask) for i, r in out.records.items()}
+    return freeze(PaddedRun(tokens=tokens, ids=ids, mask=ids != loaded.config.pad_id,
+                            attention=to_numpy(torch.stack(out.self_attention)), stages=stages))
+
+
+def padded_stages(run: PaddedRun, layer: int, head: int, row: int) -> dict[str, np.ndarray]:
+    """Stages of one encoder layer / head for batch row `row`, each (n, n); `mask` True = may attend."""
+    if not (layer in run.stages and 0 <= head < run.attention.shape[2] and 0 <= row < len(run.tokens)):
+        raise ValueError(f"layer {layer}, head {head} or row {row} out of range")
+    return {k: v[row, head] for k, v in run.stages[layer].items()}
+
+
+def decoder_run(loaded, source: str, target: str, n_pad: int = 1, layers: bool | set[int] = True) -> DecoderRun:
+    """Teacher-force [<bos>, target tokens, <pad> x n_pad] into the decoder of an encoder-decoder model, with the
+    model's own combined mask (padding AND look-ahead), recording every decoder layer."""
+    cfg = loaded.config
+    src = loaded.encode_source(source)
+    tgt = loaded.tokenizer.encode(target, add_special_tokens=False)
+    ids = [loaded.bos_id, *tgt.ids][: cfg.max_positions - n_pad] + [cfg.pad_id] * n_pad
+    tok = loaded.tokenizer.id_to_token
+    with torch.inference_mode():
+        s = torch.tensor([src.ids], device=loaded.device)  # (1, m)
+        t = torch.tensor([ids], device=loaded.device)  # (1, T)
+        out = loaded.module(s, t, record=layers)
+        stages = {i: {k: v[0] for k, v in _stage_arrays(r["self"], out.tgt_mask).items()}
+                  for i, r in out.decoder.records.items()}
+    return freeze(DecoderRun(source_tokens=src.tokens, tokens=[tok(i) or "?" for i in ids], ids=np.array(ids),
+                             mask=to_numpy(out.tgt_mask[0, 0]),
+                             attention=to_numpy(torch.stack([a[0] for a in out.decoder.self_attention])),
+                             stages=stages))
+
+
+def decoder_stages(run: DecoderRun, layer: int, head: int) -> dict[str, np.ndarray]:
+    """Stages of one decoder masked self-attention layer / head, each (T, T)."""
+    if not (layer in run.stages and 0 <= head < run.attention.shape[1]):
+        raise ValueError(f"layer {layer} or head {head} out of range")
+    return {k: v[head] for k, v in run.stages[layer].items()}
+
+
+def example_masks(words: list[str], pad: str = "<pad>") -> dict[str, np.ndarray]:
+    """Seed 002's look-ahead example on word tokens ("I am sam <pad>"): padding, causal and combined, each (n, n),
+    built with the model's own mask functions (True = may attend)."""
+    ids = torch.tensor([[0 if w == pad else i + 1 for i, w in enumerate(words)]])  # (1, n); pad id 0
+    n = len(words)
+    return freeze({"padding": padding_mask(ids, 0)[0, 0].expand(n, n).numpy(), "causal": causal_mask(n).numpy(),
+                   "combined": decoder_mask(ids, 0)[0, 0].numpy()})
+
+
+def stage_checks(stages: dict[str, np.ndarray]) -> dict[str, float]:
+    """The lecture's two invariants on real numbers: rows of the weights sum to 1, blocked cells get exactly 0."""
+    w, allowed = stages["weights"], stages["mask"]
+    return {"max_row_sum_error": float(np.abs(w.sum(-1) - 1.0).max()),
+            "max_blocked_weight": float(np.abs(w[~allowed]).max()) if (~allowed).any() else 0.0,
+            "n_blocked": int((~allowed).sum())}

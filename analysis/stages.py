@@ -1,0 +1,111 @@
+"""Every stage of one attention head, read from the model's own forward (never recomputed beside it).
+
+The model's layers record, on request, every intermediate of the layer they run (model/layers.py,
+model/attention.py): Q, K, V, QKᵀ, ÷√d_k, the masked scores, the softmax weights, each head's output Z_i, their
+concatenation, W_O's output, and the Add & Norm and Feed Forward sublayers. This module runs the model once on the
+trace's tokens with `record={layer}` and slices one head out of that record, so the step-by-step view and the mask
+lab show exactly the numbers the model computed.
+
+    Q = X W_Q,  K = X W_K (or memory W_K),  V = X W_V (or memory W_V)
+    scores = Q K^T;  scaled = scores / sqrt(d_k);  masked (blocked = -inf)
+    A = softmax(masked);  Z_i = A V;  MultiHead = Concat(Z_1..Z_h) W_O
+
+Shapes: n query length, m key length, d d_model, k d_k, f d_ff.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from model.trace import BLOCKS, AttentionTrace
+
+from .frozen import freeze, to_numpy
+
+_KIND = {"encoder": "self", "decoder_self": "self", "cross": "cross"}
+
+
+def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
+    """Run the model on the trace's token ids, recording `layer` of the block's stack; returns that layer's record
+    {"self"/"cross": AttentionResult with .record, "layer": sublayer dict} (torch tensors, batch of 1)."""
+    if block not in BLOCKS:
+        raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
+    cfg = loaded.config
+    n_layers = cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
+    if block != "encoder" and not cfg.is_encoder_decoder:
+        raise ValueError(f"{loaded.name} has no {block!r} attention")
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer {layer} out of range 0..{n_layers - 1}")
+    src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, n)
+    with torch.inference_mode():
+        if not cfg.is_encoder_decoder:
+            types = getattr(loaded.tokenizer.encode(trace.text, trace.meta.get("pair")), "type_ids", None)
+            type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
+            return loaded.module(src, type_ids, record={layer}).records[layer]
+        module = loaded.module
+        if block == "encoder":
+            enc, _ = module.encode(src, record={layer})
+            return enc.records[layer]
+        tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
+        out = module(src, tgt, record={layer})
+        return out.decoder.records[layer]
+
+
+def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0,
+                    head: int = 0) -> dict:
+    """Every stage of one head, as numpy arrays keyed by name (read-only):
+    X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
+    scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
+    W_O (d, d), output (n, d) = Z_all W_O + b_O."""
+    cfg = loaded.config
+    if not 0 <= head < cfg.n_heads:
+        raise ValueError(f"head {head} out of range 0..{cfg.n_heads - 1}")
+    rec = layer_record(loaded, trace, block, layer)
+    kind = _KIND[block]
+    att = rec[kind]
+    r = att.record
+    st = r["stages"]
+    layer_mod = _stack(loaded, block)[layer]
+    mha = layer_mod.cross_attn if kind == "cross" else layer_mod.self_attn
+    P = mha.projection_matrices()
+    cols = slice(head * cfg.d_k, (head + 1) * cfg.d_k)
+    # the query input: the layer input, or (cross-attention) the state after the masked self-attention sublayer
+    x = rec["layer"]["norm1"] if kind == "cross" else rec["layer"]["x"]
+    n, m = st.scores.shape[-2:]
+    mask = torch.isfinite(st.masked[0, head]) if st.masked is not st.scaled else torch.ones(n, m, dtype=torch.bool)
+    out = {
+        "X": x[0], "W_Q": P["W_Q"][:, cols], "W_K": P["W_K"][:, cols], "W_V": P["W_V"][:, cols],
+        "b_Q": P["b_Q"][cols], "b_K": P["b_K"][cols], "b_V": P["b_V"][cols],
+        "Q": r["q"][0, head], "K": r["k"][0, head], "V": r["v"][0, head],
+        "scores": st.scores[0, head], "scaled": st.scaled[0, head], "mask": mask,
+        "masked": st.masked[0, head], "weights": st.weights[0, head], "Z": r["heads"][0, head],
+        "Z_all": r["z"][0], "W_O": P["W_O"], "output": att.output[0],
+    }
+    if kind == "cross":
+        out["memory"] = rec["layer"]["memory"][0]
+    return freeze({k: to_numpy(v) for k, v in out.items()})
+
+
+def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:
+    """The rest of the layer after multi-head attention, from the model's own forward: the residual sum, each token's
+    mean and variance, the normalised result, gamma and beta of every Add & Norm, the Feed Forward hidden layer before
+    and after its activation, and the layer output. Keys follow model/layers.py ("norm1_sum", "norm1", "ffn_pre",
+    "ffn_act", "norm2_in", ... ), plus "gamma_<norm>", "beta_<norm>", "mean_<norm>", "var_<norm>", "W_1", "W_2"."""
+    rec = layer_record(loaded, trace, block, layer)["layer"]
+    mod = _stack(loaded, block)[layer]
+    out = {k: v[0] for k, v in rec.items()}
+    for name in ("norm1", "norm2", "norm3"):
+        if f"{name}_sum" in rec:
+            s = rec[f"{name}_sum"][0]  # (n, d)
+            norm = getattr(mod, name)
+            out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
+                        f"gamma_{name}": norm.weight, f"beta_{name}": norm.bias, f"eps_{name}": torch.tensor(norm.eps)})
+    out.update({"W_1": mod.ffn.linear1.weight.T, "b_1": mod.ffn.linear1.bias, "W_2": mod.ffn.linear2.weight.T,
+                "b_2": mod.ffn.linear2.bias})
+    return freeze({k: to_numpy(v) for k, v in out.items()})
+
+
+def _stack(loaded, block: str):
+    m = loaded.module
+    if block == "encoder":
+        return m.encoder.layers
+    return m.decoder.layers

@@ -1,0 +1,17 @@
+"""The trace of a sentence as the app shares it: the model's AttentionTrace with every array made read-only."""
+
+from __future__ import annotations
+
+from model.trace import AttentionTrace
+
+from .frozen import freeze
+
+
+def trace(loaded, text: str, **kw) -> AttentionTrace:
+    """`loaded.trace(text, intermediates=True, **kw)` with read-only arrays (a cached trace is shared by sessions)."""
+    return freeze(loaded.trace(text, intermediates=True, **kw))
+
+
+def position_table(loaded, n: int):
+    """(n, d) read-only: the model's learned position rows or its sinusoidal table."""
+    return freeze(loaded.position_table(n))

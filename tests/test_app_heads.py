@@ -1,0 +1,93 @@
+"""AppTest of the Head lab (through app.py): the preset minimal pair ranks Layer 3 · Head 1 first and marks
+Layer 4 · Head 0 flipped; every tab renders; head surgery and the rank-all grid; hostile pairs get messages; the
+pair and the heads live in the URL."""
+
+from pathlib import Path
+
+import pytest
+from apptest_support import assert_ok as _ok
+from apptest_support import charts as _charts
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGE = "app_pages/heads.py"
+
+
+def _lab(tab: str | None = None, **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(PAGE).run()
+    if tab:
+        at.session_state["hl_tab"] = tab
+        at.run()
+    return at
+
+
+def test_preset_pair_surfaces_the_two_heads():
+    at = _lab()
+    _ok(at)
+    table = at.table[0].value
+    assert table["Head"].iloc[0] == "Layer 3 · Head 1"
+    flipped = table[table["Flipped"] != ""]["Head"].tolist()
+    assert flipped == ["Layer 4 · Head 0"]
+    assert len(_charts(at)) == 2  # the change grid and the Δ heatmap
+
+
+@pytest.mark.parametrize("a,b,query,expect", [
+    ("The animal didn't cross the street because it was tired", "", "it", "empty"),
+    ("it is what it is", "it was what it was", "it", "2 times"),
+    ("The animal crossed the street", "The animal crossed the road", "it", "not"),
+])
+def test_hostile_pairs_get_a_message(a, b, query, expect):
+    at = _lab()
+    at.text_input(key="hl_a").set_value(a)
+    at.text_input(key="hl_b").set_value(b)
+    at.text_input(key="hl_query").set_value(query).run()
+    _ok(at)
+    assert any(expect in i.value.lower() for i in at.info), [i.value for i in at.info]
+
+
+def test_a_link_reopens_the_pair_and_the_heads():
+    at = _lab("Head surgery", hl_b="The animal didn't cross the street because it was wide", hl_heads="3.1")
+    _ok(at)
+    assert at.multiselect(key="hl_heads").value == ["3.1"]
+    at.session_state["hl_tab"] = "Minimal pairs"
+    at.run()
+    assert at.text_input(key="hl_b").value.endswith("wide")
+
+
+def test_pair_of_different_lengths_aligns():
+    at = _lab()
+    at.text_input(key="hl_b").set_value("The old animal didn't cross the busy street because it was very tired").run()
+    _ok(at)
+    assert at.table and len(_charts(at)) == 2
+
+
+@pytest.mark.parametrize("tab", ["Head surgery", "Beyond raw weights", "Head atlas"])
+def test_every_tab_renders(tab):
+    at = _lab(tab)
+    _ok(at)
+    assert _charts(at)
+
+
+def test_surgery_changes_the_output_and_rank_all():
+    at = _lab("Head surgery")
+    before = _charts(at)
+    at.multiselect(key="hl_heads").set_value(["3.1", "4.0"]).run()
+    _ok(at)
+    assert _charts(at) != before
+    at.toggle(key="hl_rank").set_value(True).run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 12
+
+
+def test_seq2seq_tiny_surgery_and_logit_lens():
+    at = _lab("Head surgery", model="seq2seq-tiny", text="the cat sat on the mat")
+    _ok(at)
+    assert any("answer" in (s.value) for s in [*at.success, *at.warning])
+    at.session_state["hl_tab"] = "Beyond raw weights"
+    at.run()
+    _ok(at)
+    assert any("Logit lens" in c or "logit" in c.lower() for c in _charts(at))

@@ -24,12 +24,15 @@ install: $(STAMP)
 
 dev: $(DEV_STAMP)
 
+# large freed buffers go back to the system (see ui/shell.py return_freed_memory)
+MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
+
 run: $(STAMP)
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(MALLOC_ENV) $(PY) -m streamlit run app.py --server.port $(PORT)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
 serve: $(STAMP)
-	PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
+	$(MALLOC_ENV) PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
 
 # a lecture hall against a running app (make run / make serve): LOADTEST_ARGS="--students 30 --pages all"
 loadtest: $(STAMP)

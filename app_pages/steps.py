@@ -1,16 +1,17 @@
 """Step by step: scaled dot-product attention on the typed sentence for the chosen block, layer and head
-(Vaswani et al. 2017, eq. 1 and 3.2.2), each stage a labelled heatmap with its shape and formula. The numbers are
-read from the model's own forward (analysis.stages); stages are built in viz/steps.py."""
+(Vaswani et al. 2017, eq. 1 and 3.2.2), each stage a labelled heatmap with its shape and formula, in five lazy tabs
+(only the open one is built). The numbers are read from the model's own forward (analysis.stages); stages are built
+in viz/steps.py."""
 
 import numpy as np
 import streamlit as st
 
 from model.trace import BLOCK_LABELS
 from ui import cache
+from ui.labs import draw_stage
 from ui.shell import current_view
 from ui.state import require_trace
-from ui.widgets import Export, chart
-from viz.steps import build_stages, stage_figure
+from viz.steps import SECTION_OF, SECTIONS, build_stages
 
 view = current_view()
 st.title("Step by step: scaled dot-product attention")
@@ -20,28 +21,21 @@ trace = require_trace(view)
 st.caption(f"{view.model_name} · {BLOCK_LABELS[view.block]} · {view.label} (choose them in the sidebar)"
            + ("" if view.model.trained else " · untrained model: random weights, real shapes"))
 steps = cache.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)
-rows, cols = trace.axis_tokens(view.block)
-groups: dict[str, list] = {}
-for stage in build_stages(steps, rows, cols, head=view.head, n_heads=view.n_heads, block=view.block):
-    groups.setdefault(stage.group or stage.key, []).append(stage)
-for members in groups.values():
-    for col, stage in zip(st.columns(len(members)) if len(members) > 1 else [st.container()], members):
-        with col:
-            st.markdown(f"**{stage.title}** · `{stage.shape}`")
-            st.latex(stage.latex)
-            st.caption(stage.caption)
-            if stage.trivial:  # no blocked cell: the mask is all ones and the masked scores equal the scaled ones
-                st.info("Nothing is blocked here: the mask is all ones." if stage.key == "mask" else
-                        "Nothing is blocked here, so the masked scores equal the scaled ones above; not drawn again.")
-                continue
-            title = f"{view.model_name} · {BLOCK_LABELS[view.block]} · {view.label} · {stage.title} ({stage.shape})"
-            chart(stage_figure(stage, lecture=view.lecture), f"step_{stage.key}", Export(
-                stage.matrix, stage.rows, stage.cols, title, view.text,
-                f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}", heatmap=dict(
-                    masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
-                    xlabel=stage.xlabel, ylabel=stage.ylabel)))
-    st.divider()
-
 diff = float(np.abs(steps["weights"] - trace.attention(view.block)[view.layer, view.head]).max())
 (st.success if diff < 1e-5 else st.warning)(
     f"Check: these weights equal the model's own attention for this head (largest difference {diff:.1e}).")
+rows, cols = trace.axis_tokens(view.block)
+stages = build_stages(steps, rows, cols, head=view.head, n_heads=view.n_heads, block=view.block)
+for i, tab in enumerate(st.tabs([f"{i + 1} · {name}" for i, name in enumerate(SECTIONS)], key="steps_tab",
+                                on_change="rerun")):
+    if not tab.open:
+        continue
+    with tab:
+        groups: dict[str, list] = {}
+        for stage in (s for s in stages if SECTION_OF[s.key] == i):
+            groups.setdefault(stage.group or stage.key, []).append(stage)
+        for members in groups.values():
+            for col, stage in zip(st.columns(len(members)) if len(members) > 1 else [st.container()], members):
+                with col:
+                    draw_stage(view, stage)
+            st.divider()

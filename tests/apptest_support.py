@@ -33,10 +33,18 @@ HOSTILE = {
 EXPLORER_TABS = ["One head", "All heads", "Token view", "Head metrics", "Data"]
 
 
-def open_tab(at, name: str):
-    """Open one of the explorer's lazy tabs (only the open tab is built) and rerun."""
-    at.session_state["ex_tab"] = name
+def open_tab(at, name: str, key: str = "ex_tab"):
+    """Open one of a page's lazy tabs (only the open tab is built) and rerun."""
+    at.session_state[key] = name
     return at.run()
+
+
+def charts_in_tabs(at, key: str, names: list[str]) -> list[str]:
+    """Every chart of a page with lazy tabs, tab by tab (leaves the last tab open)."""
+    out = []
+    for name in names:
+        out.extend(charts(open_tab(at, name, key)))
+    return out
 
 
 def explorer_charts(at) -> list[str]:

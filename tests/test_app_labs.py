@@ -9,9 +9,21 @@ import pytest
 from apptest_support import HOSTILE
 from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
+from apptest_support import charts_in_tabs
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PE_TABS = ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
+STEP_TABS = ["1 · X and W_Q, W_K, W_V", "2 · Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
+             "5 · Concat and W_O"]
+MASK_TABS = ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
+LAZY = {"app_pages/positional.py": ("pe_tab", PE_TABS), "app_pages/steps.py": ("steps_tab", STEP_TABS),
+        "app_pages/masks.py": ("mask_tab", MASK_TABS)}
+
+
+def _all_charts(at, page: str) -> list[str]:
+    """Every chart of the page (tab by tab on pages with lazy tabs)."""
+    return charts_in_tabs(at, *LAZY[page]) if page in LAZY else _charts(at)
 PAGES = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py"]
 
 
@@ -27,13 +39,15 @@ def _page(page: str, **state) -> AppTest:
 
 
 
-@pytest.mark.parametrize("page,n_charts", [("app_pages/positional.py", 9), ("app_pages/masks.py", 11),
+@pytest.mark.parametrize("page,n_charts", [("app_pages/positional.py", 8), ("app_pages/masks.py", 11),
                                            ("app_pages/steps.py", 14)])
 def test_default_sentence(page, n_charts):
     at = _page(page)
     _ok(at)
-    assert len(_charts(at)) == n_charts
     assert at.get("popover"), "every figure has an Export popover"
+    if page in LAZY:
+        assert len(_charts(at)) < n_charts  # only the open tab is built and sent
+    assert len(_all_charts(at, page)) == n_charts
 
 
 def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
@@ -65,7 +79,10 @@ def test_positional_cosine_toggle_and_curve_dims():
 
 def test_positional_shows_both_models_for_the_sentence():
     at = _page("app_pages/positional.py")
-    charts = _charts(at)
+    charts = _all_charts(at, "app_pages/positional.py")  # the sentence tab opens on MiniLM, its first sub-tab
+    at.session_state["pe_tab"] = PE_TABS[1]
+    at.session_state["pe_parts_tab"] = "seq2seq-tiny: sinusoidal positions"
+    charts += _charts(at.run())
     assert any("X: word embeddings" in c for c in charts)
     assert any("PE: sinusoidal" in c for c in charts)
     assert any("MiniLM learned" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
@@ -91,6 +108,8 @@ def test_masks_presets_and_pad_column_is_exactly_zero():
     batch = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert batch["text"][1] == ["[CLS]", "that", "is", "not", "[SEP]", "[PAD]"]
     assert any("sums to 1" in s.value and "weight 0.0 exactly" in s.value for s in at.success)
+    at.session_state["mask_tab"] = MASK_TABS[1]
+    at.run()
     at.number_input(key="mask_pads").set_value(3).run()
     _ok(at)
     decoder_input = [c.value.split("teacher-forced as")[1] for c in at.caption if "teacher-forced as" in c.value]
@@ -102,10 +121,10 @@ def test_masks_presets_and_pad_column_is_exactly_zero():
 @pytest.mark.parametrize("key,value", [("layer", 4), ("head", 9)])
 def test_steps_layer_and_head_change_every_stage(key, value):
     at = _page("app_pages/steps.py")
-    before = _charts(at)
+    before = _all_charts(at, "app_pages/steps.py")
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
-    after = _charts(at)
+    after = _all_charts(at, "app_pages/steps.py")
     changed = [a != b for a, b in zip(after, before)]
     assert changed[0] == (key == "layer")  # X is the layer's input: the same for every head
     assert sum(changed) >= 10

@@ -42,8 +42,9 @@ def results() -> ByteBudgetCache:
     return ByteBudgetCache(budget_bytes())
 
 
-# At most this many results are computed at once in a process (default: one per core; more only wait for the CPU
-# and multiply the transient memory: 48 students each opening a 512-token text at once took the process to 17 GB).
+# At most this many script runs (and the results they compute) at once in a process: default one per core (more only
+# wait for the CPU and multiply the working set: 48 students each opening a 512-token text at once took the process
+# to 4-17 GB). The shell holds a slot for the whole run; a result computed outside a run takes one for itself.
 MAX_RUNS = int(os.environ.get("HEADLIGHT_MAX_RUNS", "0")) or (os.cpu_count() or 1)
 _RUNS = threading.BoundedSemaphore(MAX_RUNS)
 _HELD = threading.local()  # re-entrant per thread: a result computed inside another's factory takes no second slot

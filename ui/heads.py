@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
@@ -30,6 +31,11 @@ def head_options(view: View) -> list[str]:
         out += [f"{b}:{i}.{h}" for b in ("decoder_self", "cross") for i in range(cfg.n_decoder_layers)
                 for h in range(cfg.n_heads)]
     return out
+
+
+def axes(grid) -> tuple[list[str], list[str]]:
+    """Row and column labels of a layer x head grid."""
+    return [f"Layer {i}" for i in range(grid.shape[0])], [f"Head {h}" for h in range(grid.shape[1])]
 
 
 def minimal_pairs(view: View) -> None:
@@ -73,17 +79,26 @@ def surgery(view: View) -> None:
         st.code(f"before: {' '.join(effect.output_before)}\nafter:  {' '.join(effect.output_after)}", language=None)
         (st.success if effect.exact_after else st.warning)(
             f"After the ablation the output is {'still' if effect.exact_after else 'no longer'} the {task} answer.")
-        chart(vh.top_k_bars(effect, lecture=view.lecture), "hl_topk")
+        rows = effect.top_rows()
+        chart(vh.top_k_bars(effect, lecture=view.lecture), "hl_topk", Export(
+            np.array([[r["Before"], r["After"]] for r in rows]), [r["Token"] for r in rows], ["before", "after"],
+            f"Top-5 next tokens before and after · {view.model_name}", view.text, "head-surgery-top5"))
         return
     effect = cache.encoder_effect(view.model_name, view.device, view.text, picked, mode)
-    chart(vh.token_change_bars(effect, lecture=view.lecture), "hl_tokens")
+    chart(vh.token_change_bars(effect, lecture=view.lecture), "hl_tokens", Export(
+        effect.token_change[None], ["1 - cos"], list(effect.tokens), f"Token change after ablation · {view.model_name}",
+        view.text, "head-surgery-token-change"))
     figs = vh.before_after_heatmaps(effect, view.layer, view.head, lecture=view.lecture)
-    for col, fig, key in zip(st.columns(2), figs, ("hl_before", "hl_after")):
+    for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
+                                  (effect.attention_before, effect.attention_after)):
         with col:
-            chart(fig, key)
+            chart(fig, key, Export(att[view.layer, view.head], list(effect.tokens), list(effect.tokens),
+                                   f"{key[3:]} · {view.label}", view.text, f"head-surgery-{key[3:]}"))
     if st.toggle("Rank heads by effect (every head ablated alone)", key="hl_rank"):
         grid = cache.rank_heads(view.model_name, view.device, view.text, mode)
-        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture), "hl_effect")
+        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture), "hl_effect", Export(
+            grid.sentence_change, *axes(grid.sentence_change), "Effect of ablating each head (1 - cos)", view.text,
+            "head-effects"))
         st.dataframe(grid.rows()[:12], hide_index=True, key="hl_effect_table")
 
 
@@ -91,21 +106,30 @@ def beyond_weights(view: View) -> None:
     vn = cache.value_norms(view.model_name, view.device, view.text)
     st.caption(vh.NOTES["norms"])
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture)
-    for col, fig, key in zip(st.columns(2), figs, ("hl_weights", "hl_norms")):
+    for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
         with col:
-            chart(fig, key)
-    chart(vh.special_share_scatter(vn, lecture=view.lecture), "hl_special")
+            chart(fig, key, Export(m[view.layer, view.head], list(vn.tokens), list(vn.tokens),
+                                   f"{key[3:]} · {view.label}", view.text, f"value-{key[3:]}"))
+    share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
+    chart(vh.special_share_scatter(vn, lecture=view.lecture), "hl_special", Export(
+        share, [f"Layer {i // vn.weights.shape[1]} Head {i % vn.weights.shape[1]}" for i in range(len(share))],
+        ["weight share on specials", "norm share on specials"], "Specials: weight vs norm", view.text,
+        "special-shares"))
     try:
         fr = cache.attention_flow(view.model_name, view.device, view.text, view.token)
     except InputError as exc:
         st.info(str(exc))
     else:
-        chart(vh.flow_bars(fr, lecture=view.lecture), "hl_flow")
+        chart(vh.flow_bars(fr, lecture=view.lecture), "hl_flow", Export(
+            np.stack([fr.rollout, fr.flow]), ["rollout", "flow"], list(fr.tokens), "Rollout and attention flow",
+            view.text, "attention-flow"))
         st.caption(vh.NOTES["flow"])
     if view.model.config.is_encoder_decoder:
         lens = cache.logit_lens(view.device, view.text, st.radio("Task", TASKS, horizontal=True, key="hl_lens_task"),
                                 int(st.number_input("Decoding step", 0, 64, 0, key="hl_lens_step")))
-        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture), "hl_lens")
+        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture), "hl_lens", Export(
+            lens.top_probs, list(lens.layers), [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
+            "Logit lens: top-k per decoder layer", view.text, "logit-lens"))
         st.caption(vh.NOTES["lens"])
     else:
         st.info("The logit lens reads a decoder: choose seq2seq-tiny in the sidebar to see it.")
@@ -114,7 +138,9 @@ def beyond_weights(view: View) -> None:
 def atlas(view: View) -> None:
     at = cache.head_atlas(view.model_name, view.device,
                           **({"task": "copy"} if view.model.config.is_encoder_decoder else {}))
-    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture), "hl_atlas")
+    idx = at.top_label_index().astype(float)
+    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture), "hl_atlas", Export(
+        idx, *axes(idx), "Head atlas: top label per head (index into the labels)", filename="head-atlas"))
     st.markdown(f"**Best examples of {view.label}**")
     st.dataframe(at.examples(view.layer, view.head), hide_index=True, key="hl_examples")
     c1, c2 = st.columns(2)

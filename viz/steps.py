@@ -21,6 +21,10 @@ import plotly.graph_objects as go
 
 from .heatmap import heatmap
 
+SECTIONS = ["X and W_Q, W_K, W_V", "Q, K, V", "QKᵀ, ÷√d_k, mask", "Softmax and Z = A V", "Concat and W_O"]
+SECTION_OF = {"X": 0, "memory": 0, "W_Q": 0, "W_K": 0, "W_V": 0, "Q": 1, "K": 1, "V": 1, "scores": 2, "scaled": 2,
+              "mask": 2, "masked": 2, "weights": 3, "Z": 3, "Z_all": 4, "W_O": 4, "output": 4}  # stage key -> section
+
 
 @dataclass
 class Stage:

@@ -1,13 +1,35 @@
-"""Browser benchmark of the Attention explorer (run by `make bench`).
+"""Browser benchmark of the app (run by `make bench`): the browser targets of issue 8, in headless Chromium.
 
-Starts `streamlit run app.py`, warms the model and trace caches with one visit, then opens the page several
-times in fresh headless Chromium contexts and measures, in the page's own clock:
-- bytes the app sent over its WebSocket (the page's data; static JS/CSS counted separately),
-- draw time: from the last WebSocket message to every Plotly chart on the page being drawn.
-Targets (issue 3): at 512 tokens < 5 MB transferred and drawn within 3 s of the data arriving."""
+Starts `streamlit run app.py` once, warms it, then measures in the page's own clock (performance.now):
+1. new sentence: in a page already on the explorer, type a new sentence and press Ctrl+Enter; time to the first
+   chart whose axis labels carry the new tokens, and time to idle;
+2. head change: pick another head in the sidebar "Head" selectbox; time to idle with "Layer 0 · Head N" drawn;
+3. page switch: click each other page's link in the sidebar navigation; time to idle on that page;
+4. open a 14-token link in a fresh browser context (cold browser cache, warm server): navigation start to idle,
+   with the static bytes (HTTP) and the app's WebSocket bytes;
+5. the 512-token explorer link in a fresh context: WebSocket bytes and data -> drawn (last message -> idle).
+
+Idle: the Streamlit run of the action has finished (its script_finished message arrived), the status widget does
+not say "running", no WebSocket message for 100 ms, no stale element, and every Plotly chart has its .main-svg and
+every image is decoded; the time reported is the start of that quiet window. A WebSocket wrapper injected with
+add_init_script stamps every message (size, time, ForwardMsg type) and the user action is stamped by the page's
+own keydown / pointerdown event. Each figure is the median of REPEATS (5); the load average is printed with it.
+
+Under the table, "where the time goes": action -> BackMsg sent (page clock), the run from that BackMsg to its
+script_finished message, both stamped in Chromium's network layer (CDP), and the client's share (the rest, up to
+idle), with bytes, messages and the main thread's long tasks. The network stamps are not delayed by a busy main
+thread, but a busy page stops reading its WebSocket (flow control), so for pages of large messages the "run" column
+is an upper bound on the server's work (bench/loadtest.py, which renders nothing, gives the server alone).
+Then the largest static files of one cold open, with when each was requested and loaded.
+
+    .venv/bin/python bench/bench_browser.py [REPEATS]     (writes bench/results_browser.md)"""
 
 from __future__ import annotations
 
+import argparse
+import base64
+import contextlib
+import os
 import statistics
 import sys
 import time
@@ -15,80 +37,442 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from browser_support import chromium_page, serve_app, wait_for_app  # noqa: E402
+from browser_support import chromium_browser, serve_app, wait_for_app  # noqa: E402
 
-# Wrap WebSocket before the app's JS runs: timestamp and size every message.
-INIT = """
+REPEATS = 5
+DEFAULT = "The animal didn't cross the street because it was tired"
+# new sentences for scenario 1: each is new to the server (a real cache miss), ~10-14 tokens like the default;
+# the marker word must be one MiniLM token so it shows on the heatmap's axis as it is
+SENTENCES = [
+    ("A small dog ran across the garden after the ball", "garden"),
+    ("The teacher wrote a long question on the board", "teacher"),
+    ("My sister bought fresh bread from the market today", "bread"),
+    ("The river flooded the village after heavy rain", "village"),
+    ("Our train left the station late in the evening", "station"),
+    ("The old man planted a tree near the house", "tree"),
+    ("She painted the kitchen wall a bright yellow", "kitchen"),
+]
+PAGES = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("steps", "Step by step"),
+         ("seq2seq", "Encoder-decoder decoding")]
+LONG = " ".join(["the animal didn't cross the street because it was tired"] * 60)  # > 512 tokens: truncated
+TIMEOUT_MS = 120_000
+
+# Before the app's JS: wrap WebSocket (stamp and size every message, tell ForwardMsg types apart by their
+# top-level protobuf field), stamp the user's action by its own event, record long tasks, and provide the
+# watcher that finds "first" (the scenario's target condition) and "idle".
+INIT = r"""
 (() => {
-  window.__hl = {bytes: 0, n: 0, last: 0};
+  const hl = window.__hl = {bytes: 0, n: 0, last: 0, rx: [], tx: [], armed: null, action: null, long: [],
+                            checks: 0, checkMs: 0};
+  const FIELDS = {4: 'new_session', 5: 'delta', 6: 'script_finished', 9: 'session_status', 10: 'session_event',
+    12: 'page_info', 13: 'page_config', 14: 'git_info', 18: 'page_profile', 23: 'navigation', 26: 'heartbeat_ack'};
+  function kind(buf) {  // the top-level field of a ForwardMsg other than hash (1) and metadata (2)
+    const b = new Uint8Array(buf); let i = 0;
+    const varint = () => { let v = 0, m = 1, c; do { c = b[i++]; v += (c & 127) * m; m *= 128; } while (c & 128); return v; };
+    while (i < b.length) {
+      const key = varint(), f = Math.floor(key / 8), wt = key & 7;
+      if (f > 2) return FIELDS[f] || ('field' + f);
+      if (wt === 0) varint(); else if (wt === 1) i += 8; else if (wt === 5) i += 4;
+      else if (wt === 2) { const n = varint(); i += n; } else return '?';
+    }
+    return '?';
+  }
   const Orig = window.WebSocket;
-  window.WebSocket = function(...args) {
+  function Wrapped(...args) {
     const ws = new Orig(...args);
     ws.addEventListener('message', (e) => {
-      const d = e.data; const n = d.byteLength ?? d.size ?? d.length ?? 0;
-      window.__hl.bytes += n; window.__hl.n += 1; window.__hl.last = performance.now();
+      const d = e.data, t = performance.now(), n = d.byteLength ?? d.size ?? d.length ?? 0;
+      let k = '?'; try { if (d instanceof ArrayBuffer) k = kind(d); } catch (err) { k = '!'; }
+      hl.bytes += n; hl.n += 1; hl.rx.push([t, n, k]);
+      if (k !== 'heartbeat_ack') hl.last = t;
     });
+    const send = ws.send.bind(ws);
+    ws.send = (d) => { hl.tx.push([performance.now(), d.byteLength ?? d.size ?? d.length ?? 0]); return send(d); };
     return ws;
+  }
+  Wrapped.prototype = Orig.prototype;
+  for (const k of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) Wrapped[k] = Orig[k];
+  window.WebSocket = Wrapped;
+  const stamp = (e) => {
+    if (hl.armed === 'key' && e.type === 'keydown' && e.key === 'Enter') { hl.action = e.timeStamp; hl.armed = null; }
+    if (hl.armed === 'pointer' && e.type === 'pointerdown') { hl.action = e.timeStamp; hl.armed = null; }
   };
-  window.WebSocket.prototype = Orig.prototype;
-  Object.assign(window.WebSocket, Orig);
+  window.addEventListener('keydown', stamp, true);
+  window.addEventListener('pointerdown', stamp, true);
+  try { new PerformanceObserver((l) => { for (const e of l.getEntries()) hl.long.push([e.startTime, e.duration]); })
+          .observe({type: 'longtask', buffered: true}); } catch (err) {}
+
+  const running = () => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                          return !!s && /running/i.test(s.innerText); };
+  const drawn = () => {
+    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+    for (const c of charts) if (!c.querySelector('.main-svg')) return false;
+    for (const im of document.querySelectorAll('[data-testid="stImage"] img')) if (!im.complete) return false;
+    return charts.length + document.querySelectorAll('[data-testid="stImage"] img').length > 0;
+  };
+  const stale = () => !!document.querySelector('[data-stale="true"]');
+  const chartText = (sel) => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] ' + sel),
+                                        (e) => e.textContent).join('|');
+  const TARGETS = {
+    word: (w) => chartText('.xtick text, .ytick text').split('|').includes(w),
+    title: (t) => chartText('.gtitle').split('|').some((x) => x.trim().endsWith(t)),
+    page: ([path, h1]) => location.pathname.replace(/\/$/, '').endsWith(path) &&
+      Array.from(document.querySelectorAll('[data-testid="stMain"] h1'), (e) => e.textContent).some((x) => x.includes(h1)),
+    any: () => true,
+  };
+  // start watching: res.first = first time the target holds with every chart drawn; res.idle = start of the quiet
+  // window after the run's script_finished (from = index into hl.rx of the first message that may count)
+  window.__hlWatch = (target, arg, armed, fromStart) => {
+    const from = fromStart ? 0 : hl.rx.length, res = hl.res = {first: null, idle: null, since: null};
+    hl.armed = armed || null; hl.action = armed ? null : 0;
+    const check = () => {
+      if (res.idle !== null) return;
+      const now = performance.now();
+      try { step(now); } finally { hl.checks += 1; hl.checkMs += performance.now() - now; }
+    };
+    const step = (now) => {
+      const ok = TARGETS[target](arg) && drawn();
+      if (ok && res.first === null) res.first = now;
+      const finished = hl.rx.slice(from).some((m) => m[2] === 'script_finished');
+      if (!(ok && finished && !running() && !stale())) { res.since = null; return; }
+      if (res.since === null || res.since < hl.last) res.since = Math.max(now, hl.last);
+      if (now - res.since >= 100 && now - hl.last >= 100) {
+        res.idle = res.since; clearInterval(timer); mo.disconnect();
+      }
+    };
+    const timer = setInterval(check, 20);
+    const mo = new MutationObserver(check);
+    mo.observe(document, {subtree: true, childList: true});  // d3 sets labels with textContent: childList
+  };
 })();
 """
 
-DRAWN = """() => {
-  const s = document.querySelector('[data-testid="stStatusWidget"]');
-  if (s && /running/i.test(s.innerText)) return false;
-  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-  if (!charts.length) return false;
-  for (const c of charts) { if (!c.querySelector('.main-svg')) return false; }
-  return true;
-}"""
-
-TEXTS = {
-    "default (14 tokens)": "The animal didn't cross the street because it was tired",
-    "512 tokens": " ".join(["the animal didn't cross the street because it was tired"] * 60),
-}
+RESULT = """() => { const h = window.__hl, r = h.res;
+  return {first: r.first, idle: r.idle, action: h.action, rx: h.rx, tx: h.tx, long: h.long,
+          checks: h.checks, checkMs: h.checkMs}; }"""
 
 
-def measure(base: str, text: str, repeats: int) -> dict:
-    url = f"{base}/?{urlencode({'text': text, 'layer': 2, 'head': 5})}"
-    with chromium_page() as page:  # warm-up visit fills the model and trace caches on the server
+def load() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+FIELDS = {4: "new_session", 5: "delta", 6: "script_finished", 26: "heartbeat_ack"}
+NET: dict = {}  # page -> {"frames": [(direction, network time s, bytes, kind)], "mark": index at the last watch()}
+
+
+def proto_kind(head: bytes) -> str:
+    """The top-level field of a ForwardMsg (from its first bytes) other than hash (1) and metadata (2)."""
+    i = 0
+
+    def varint() -> int:
+        nonlocal i
+        v = shift = 0
+        while True:
+            c = head[i]
+            i += 1
+            v |= (c & 127) << shift
+            shift += 7
+            if not c & 128:
+                return v
+
+    try:
+        while i < len(head):
+            key = varint()
+            field, wire = key >> 3, key & 7
+            if field > 2:
+                return FIELDS.get(field, f"field{field}")
+            i += {0: 0, 1: 8, 5: 4}.get(wire, 0)
+            if wire == 0:
+                varint()
+            elif wire == 2:
+                n = varint()  # not `i += varint()`: that reads i before varint() moves it
+                i += n
+    except IndexError:
+        pass
+    return "?"
+
+
+def network_log(context, page) -> None:
+    """Stamp every WebSocket frame in the browser's network layer (CDP), which a busy page main thread cannot
+    delay: the server's share is measured there, from the action's BackMsg to the run's script_finished."""
+    log = NET[page] = {"frames": [], "mark": 0}
+    cdp = context.new_cdp_session(page)
+
+    def frame(direction: str):
+        def on(p: dict) -> None:
+            data = p["response"]["payloadData"]
+            kind = proto_kind(base64.b64decode(data[:800])) if direction == "rx" and p["response"]["opcode"] == 2 \
+                else "?"
+            log["frames"].append((direction, p["timestamp"], len(data) * 3 // 4, kind))
+        return on
+
+    cdp.on("Network.webSocketFrameReceived", frame("rx"))
+    cdp.on("Network.webSocketFrameSent", frame("tx"))
+    cdp.send("Network.enable")
+
+
+def network_split(page) -> dict:
+    """BackMsg -> script_finished in the network layer's clock, for the frames since the last watch()."""
+    log = NET.get(page)
+    if not log:
+        return {}
+    frames = log["frames"][log["mark"]:]
+    sent = next((f[1] for f in frames if f[0] == "tx"), None)
+    done = next((f[1] for f in frames if f[0] == "rx" and f[3] == "script_finished" and sent is not None
+                 and f[1] >= sent), None)
+    return {"server_net_s": done - sent} if sent is not None and done is not None else {}
+
+
+def summary(r: dict, t0: float) -> dict:
+    """Split one measurement: server run (the action's first BackMsg -> script_finished), bytes, client (last
+    message -> idle), and long tasks of the main thread between the action and idle."""
+    idle = r["idle"]
+    rx = [m for m in r["rx"] if t0 <= m[0] <= idle]
+    sent = [t for t, _ in r["tx"] if t >= t0]
+    finished = [m[0] for m in rx if m[2] == "script_finished"]
+    last = max((m[0] for m in rx if m[2] != "heartbeat_ack"), default=t0)
+    send = sent[0] if sent else t0
+    kinds: dict[str, int] = {}
+    for m in rx:
+        kinds[m[2]] = kinds.get(m[2], 0) + m[1]
+    return {
+        "first_s": (r["first"] - t0) / 1000 if r["first"] is not None else float("nan"),
+        "idle_s": (idle - t0) / 1000,
+        "send_s": (send - t0) / 1000,  # action -> its BackMsg leaves
+        "first_msg_s": (rx[0][0] - send) / 1000 if rx else float("nan"),  # BackMsg -> first reply
+        "server_s": ((finished[-1] if finished else last) - send) / 1000,  # BackMsg -> script_finished
+        "client_s": (idle - last) / 1000,  # last message -> idle
+        "ws_bytes": sum(m[1] for m in rx), "messages": len(rx), "bytes_by_kind": kinds,
+        "longtask_s": sum(d for s, d in r["long"] if t0 <= s <= idle) / 1000,
+        "watch_ms": r["checkMs"],  # the benchmark's own checks in the page (all of them so far)
+    }
+
+
+def watch(page, target: str, arg, armed: str | None = None, from_start: bool = False) -> None:
+    if page in NET:
+        NET[page]["mark"] = 0 if from_start else len(NET[page]["frames"])
+    page.evaluate("([t, a, armed, f]) => window.__hlWatch(t, a, armed, f)", [target, arg, armed, from_start])
+
+
+def result(page, t0: float | None = None) -> dict:
+    page.wait_for_function("() => window.__hl.res && window.__hl.res.idle !== null", timeout=TIMEOUT_MS, polling=100)
+    r = page.evaluate(RESULT)
+    if t0 is None:
+        t0 = r["action"]
+    if t0 is None:
+        raise RuntimeError("the user action was not seen by the page")
+    out = summary(r, t0)
+    net = network_split(page)
+    if net:  # client = what is left of action -> idle after the BackMsg left and the server finished sending
+        out["server_net_s"] = net["server_net_s"]
+        out["client_net_s"] = out["idle_s"] - out["send_s"] - net["server_net_s"]
+    return out
+
+
+@contextlib.contextmanager
+def app_page(browser, url: str):
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
+    try:
+        context.add_init_script(INIT)
+        page = context.new_page()
+        network_log(context, page)
         page.goto(url)
         wait_for_app(page)
-        page.wait_for_function(DRAWN, timeout=120_000)
+        watch(page, "any", None, from_start=True)
+        result(page, 0.0)
+        yield page
+    finally:
+        NET.clear()
+        context.close()
+
+
+def textarea(page):
+    return page.locator('[data-testid="stSidebar"] [data-testid="stTextArea"] textarea')
+
+
+def type_sentence(page, sentence: str, word: str) -> dict:
+    textarea(page).fill(sentence)
+    watch(page, "word", word, "key")
+    textarea(page).press("Control+Enter")
+    return result(page)
+
+
+def new_sentence(browser, base: str, repeats: int) -> list[dict]:
     rows = []
-    for _ in range(repeats):
-        with chromium_page() as page:
-            static: list[int] = []
-            page.on("response", lambda r, acc=static: acc.append(int(r.headers.get("content-length", 0))))
-            page.add_init_script(INIT)
-            t0 = time.perf_counter()
-            page.goto(url)
-            page.wait_for_function(DRAWN, timeout=120_000, polling=50)
-            drawn_at = page.evaluate("performance.now()")
-            wall = time.perf_counter() - t0
-            page.wait_for_timeout(500)  # late messages (e.g. widget states) still count toward bytes
-            hl = page.evaluate("window.__hl")
-            rows.append({"ws_mb": hl["bytes"] / 1e6, "static_mb": sum(static) / 1e6, "messages": hl["n"],
-                         "draw_s": max(0.0, (drawn_at - hl["last"]) / 1000) if hl["last"] <= drawn_at else 0.0,
-                         "open_to_drawn_s": wall})
-    med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
-    return {k: med(k) for k in rows[0]}
+    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+        type_sentence(page, *SENTENCES[-1])  # warm-up: the first rerun of this session is not measured
+        for sentence, word in SENTENCES[:repeats]:
+            rows.append(type_sentence(page, sentence, word))
+    return rows
 
 
-def main(repeats: int = 3) -> str:
-    lines = ["| Attention explorer | app data over WebSocket | static assets | data -> drawn | open -> drawn |",
-             "|---|---|---|---|---|"]
-    with serve_app() as base:
-        for name, text in TEXTS.items():
-            r = measure(base, text, repeats)
-            lines.append(f"| {name} | {r['ws_mb']:.2f} MB | {r['static_mb']:.2f} MB | {r['draw_s']:.2f} s "
-                         f"| {r['open_to_drawn_s']:.2f} s |")
-    out = "\n".join(lines) + f"\n\nmedians of {repeats} fresh Chromium visits after a warm-up visit\n"
+def pick_head(page, head: int) -> dict:
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Head")
+    box.locator("input").click()
+    option = page.get_by_role("option", name=f"Head {head}", exact=True)
+    option.wait_for()
+    watch(page, "title", f"Layer 0 · Head {head}", "pointer")
+    option.click()
+    return result(page)
+
+
+def head_change(browser, base: str, repeats: int) -> list[dict]:
+    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+        pick_head(page, 11)  # warm-up
+        return [pick_head(page, h) for h in range(1, repeats + 1)]
+
+
+def go(page, path: str, h1: str, measured: bool = True) -> dict | None:
+    link = page.locator(f'[data-testid="stSidebarNavLink"][href$="/{path}"]')
+    watch(page, "page", [f"/{path}" if path else "", h1], "pointer")
+    link.click()
+    return result(page) if measured else (result(page, 0.0) and None)
+
+
+def page_switch(browser, base: str, repeats: int) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+        for path, h1 in PAGES:  # warm-up: every page once (the server's caches of the labs)
+            go(page, path, h1, measured=False)
+            go(page, "", "Attention explorer", measured=False)
+        # interleaved, so that every measured switch is a page this session has not seen in its last two runs:
+        # Streamlit then sends the page's large messages again (its client-side message cache has expired), as
+        # for a student who moves on through the pages
+        for _ in range(repeats):
+            for path, h1 in PAGES:
+                out.setdefault(path, []).append(go(page, path, h1))
+                go(page, "", "Attention explorer", measured=False)
+    return out
+
+
+def open_link(browser, url: str) -> dict:
+    """A fresh context (cold HTTP cache), navigation start -> idle, with static and WebSocket bytes."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
+    try:
+        context.add_init_script(INIT + "\nwindow.__hlWatch('any', null, null, true);")
+        page = context.new_page()
+        network_log(context, page)
+        page.goto(url)
+        r = result(page, 0.0)
+        res = page.evaluate("""() => performance.getEntriesByType('resource').concat(
+                                  performance.getEntriesByType('navigation')).map(e => [e.name, e.transferSize,
+                                  e.encodedBodySize, e.decodedBodySize, e.startTime, e.responseEnd])""")
+        r["static_bytes"] = sum(e[1] for e in res)
+        r["static_body"] = sum(e[2] for e in res)
+        r["static_end_s"] = max(e[5] for e in res) / 1000
+        r["resources"] = res
+        return r
+    finally:
+        NET.clear()
+        context.close()
+
+
+def fresh_open(browser, base: str, text: str, repeats: int) -> list[dict]:
+    url = f"{base}/?{urlencode({'text': text, 'layer': 2, 'head': 5})}"
+    open_link(browser, url)  # warm-up: fills the server's trace cache for this text
+    return [open_link(browser, url) for _ in range(repeats)]
+
+
+def med(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "missed"
+
+
+def run(repeats: int) -> str:
+    from playwright.sync_api import sync_playwright
+
+    table = ["| scenario | measure | median | range | target | |", "|---|---|---|---|---|---|"]
+    diag = ["| scenario | action -> BackMsg sent | server run (BackMsg -> script_finished, network) "
+            "| client (the rest, to idle) | WebSocket bytes | messages | main-thread long tasks | total to idle "
+            "| page saw script_finished -> idle |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    loads: list[str] = []
+
+    def row(name: str, what: str, rows: list[dict], key: str, target: float | None, unit: str = "s") -> None:
+        vals = [r[key] for r in rows]
+        m = statistics.median(vals)
+        if unit == "MB":
+            cell, rng = f"{m / 1e6:.2f} MB", f"{min(vals) / 1e6:.2f}-{max(vals) / 1e6:.2f}"
+            tgt, ok = (f"≤ {target / 1e6:.0f} MB", verdict(m, target)) if target else ("", "")
+        else:
+            cell, rng = f"{m:.2f} s", f"{min(vals):.2f}-{max(vals):.2f}"
+            tgt, ok = (f"≤ {target:.1f} s", verdict(m, target)) if target else ("", "")
+        table.append(f"| {name} | {what} | {cell} | {rng} | {tgt} | {ok} |")
+        print(table[-1], flush=True)
+
+    def drow(name: str, rows: list[dict]) -> None:
+        diag.append(f"| {name} | {med(rows, 'send_s'):.2f} s | {med(rows, 'server_net_s'):.2f} s "
+                    f"| {med(rows, 'client_net_s'):.2f} s | {med(rows, 'ws_bytes') / 1e3:.0f} kB "
+                    f"| {med(rows, 'messages'):.0f} | {med(rows, 'longtask_s'):.2f} s | {med(rows, 'idle_s'):.2f} s "
+                    f"| {med(rows, 'client_s'):.2f} s |")
+
+    with serve_app() as base, sync_playwright() as p:
+        browser = chromium_browser(p)
+        try:
+            t = time.perf_counter()
+            open_link(browser, f"{base}/?{urlencode({'text': DEFAULT})}")  # warm-up: model and trace caches
+            print(f"server warm after {time.perf_counter() - t:.1f} s; {load()}", flush=True)
+
+            rows = new_sentence(browser, base, repeats)
+            loads.append(load())
+            row("1. new sentence (Ctrl+Enter)", "first updated chart", rows, "first_s", 0.3)
+            row("1. new sentence (Ctrl+Enter)", "idle", rows, "idle_s", 0.5)
+            drow("1. new sentence", rows)
+
+            rows = head_change(browser, base, repeats)
+            loads.append(load())
+            row("2. head change (sidebar)", "idle, new title drawn", rows, "idle_s", 0.2)
+            drow("2. head change", rows)
+
+            switched = page_switch(browser, base, repeats)
+            loads.append(load())
+            for (path, h1) in PAGES:
+                row(f"3. explorer -> {h1}", "idle", switched[path], "idle_s", 0.6)
+                drow(f"3. -> {h1}", switched[path])
+
+            rows = fresh_open(browser, base, DEFAULT, repeats)
+            loads.append(load())
+            row("4. open link, fresh browser, 14 tokens", "open -> every chart drawn", rows, "idle_s", 2.5)
+            row("4. open link, fresh browser, 14 tokens", "static bytes (HTTP)", rows, "static_bytes", None, "MB")
+            row("4. open link, fresh browser, 14 tokens", "WebSocket bytes", rows, "ws_bytes", None, "MB")
+            drow("4. open link (14 tokens)", rows)
+            static_end = med(rows, "static_end_s")
+            resources = rows[-1]["resources"]
+
+            rows = fresh_open(browser, base, LONG, repeats)
+            loads.append(load())
+            row("5. open link, fresh browser, 512 tokens", "WebSocket bytes", rows, "ws_bytes", 2e6, "MB")
+            row("5. open link, fresh browser, 512 tokens", "data -> drawn", rows, "client_s", 3.0)
+            row("5. open link, fresh browser, 512 tokens", "open -> drawn", rows, "idle_s", None)
+            drow("5. open link (512 tokens)", rows)
+        finally:
+            browser.close()
+
+    out = "\n".join(table)
+    out += (f"\n\nmedians of {repeats} in headless Chromium ({Path('/usr/bin/chromium').name}), app server warmed "
+            f"once; load averages (1, 5, 15 min) after each scenario: {'; '.join(loads)}\n")
+    out += "\nWhere the time goes (medians; times from the user action, or from navigation start for 4 and 5):\n\n"
+    out += "\n".join(diag) + "\n"
+    if resources:
+        biggest = sorted(resources, key=lambda e: -e[1])[:8]
+        out += f"\nStatic files of one cold open (last one finished {static_end:.2f} s after navigation start):\n\n"
+        out += "| file | transferred | decoded | requested at | loaded at |\n|---|---|---|---|---|\n"
+        out += "\n".join(f"| {e[0].split('?')[0].rsplit('/', 1)[-1] or e[0]} | {e[1] / 1e3:.0f} kB "
+                         f"| {e[3] / 1e3:.0f} kB | {e[4] / 1e3:.2f} s | {e[5] / 1e3:.2f} s |" for e in biggest) + "\n"
     print(out)
     return out
 
 
-if __name__ == "__main__":
-    res = main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("repeats", nargs="?", type=int, default=REPEATS)
+    args = ap.parse_args()
+    res = run(args.repeats)
     (Path(__file__).parent / "results_browser.md").write_text(res)
+
+
+if __name__ == "__main__":
+    main()

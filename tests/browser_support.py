@@ -74,12 +74,18 @@ def serve_app(timeout: float = 90.0, env: dict | None = None):
             proc.kill()
 
 
+def chromium_browser(playwright):
+    """Debian's headless Chromium launched from a running `sync_playwright()`; each `browser.new_context()` of it
+    is a fresh profile (own HTTP cache and cookies), cheaper than launching the browser again."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+
+
 @contextlib.contextmanager
 def chromium_page(width: int = 1600, height: int = 1000):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = chromium_browser(p)
         try:
             context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
             yield context.new_page()

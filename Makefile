@@ -49,6 +49,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bench_model.py
 	$(PY) bench/bench_model.py --threads 2 --append
 	$(PY) bench/bench_app.py
+	$(PY) bench/bench_heads.py
 	$(PY) bench/bench_browser.py
 
 clean:

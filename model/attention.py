@@ -34,11 +34,16 @@ ABLATION_MODES = ("zero", "mean", "keep")
 class AttentionStages:
     """Every matrix of the lecture's walk-through, all (b, h, n, m) but `output`."""
 
-    scores: torch.Tensor  # Q K^T
     scaled: torch.Tensor  # Q K^T / sqrt(d_k)
     masked: torch.Tensor  # scaled, blocked cells = -inf (what the softmax sees)
     weights: torch.Tensor  # softmax(masked): rows sum to 1, blocked cells exactly 0
     output: torch.Tensor  # (b, h, n, k) weights @ V
+    d_k: int
+
+    @property
+    def scores(self) -> torch.Tensor:
+        """Q K^T, before the scaling (made from `scaled` when asked for: the forward never needs it)."""
+        return self.scaled * math.sqrt(self.d_k)
 
 
 def scaled_dot_product_attention(
@@ -48,8 +53,9 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,  # bool, True = may attend, broadcasts to (b, h, n, m)
     dropout: float = 0.0,  # on the weights, training only
 ) -> AttentionStages:
-    scores = q @ k.transpose(-2, -1)  # (b, h, n, m)
-    scaled = scores / math.sqrt(q.shape[-1])
+    d_k = q.shape[-1]
+    # Q K^T / sqrt(d_k); dividing Q first gives the same product with one (n x k) division instead of an (n x m) one
+    scaled = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (b, h, n, m)
     masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
     if mask is not None:
@@ -58,7 +64,7 @@ def scaled_dot_product_attention(
     if dropout > 0.0:
         weights = F.dropout(weights, dropout, training=True)
     output = weights @ v  # (b, h, n, k)
-    return AttentionStages(scores, scaled, masked, weights, output)
+    return AttentionStages(scaled, masked, weights, output, d_k)
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,11 @@ class MultiHeadAttention(nn.Module):
     ) -> AttentionResult:
         d = self.d_model
         w, bias = self.in_proj.weight, self.in_proj.bias
-        src = x if memory is None else memory
-        q = self.split_heads(F.linear(x, w[:d], bias[:d]))  # (b, h, n, k) = X W_Q
-        k = self.split_heads(F.linear(src, w[d : 2 * d], bias[d : 2 * d]))  # (b, h, m, k) = X W_K (or memory)
-        v = self.split_heads(F.linear(src, w[2 * d :], bias[2 * d :]))  # (b, h, m, k) = X W_V (or memory)
+        if memory is None:  # self-attention: Q, K and V in one matmul with the stacked [W_Q; W_K; W_V]
+            q, k, v = (self.split_heads(t) for t in F.linear(x, w, bias).split(d, dim=-1))  # 3 x (b, h, n, k)
+        else:  # cross-attention: queries from x, keys and values from the encoder output
+            q = self.split_heads(F.linear(x, w[:d], bias[:d]))  # (b, h, n, k) = X W_Q
+            k, v = (self.split_heads(t) for t in F.linear(memory, w[d:], bias[d:]).split(d, dim=-1))  # (b, h, m, k)
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)

@@ -53,8 +53,9 @@ def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = F
         att = am.merge_words(att, r_units, c_units)
         row_of = {row_idx[i]: u for u, unit in enumerate(r_units) for i in unit}
         rows, cols = am.unit_labels(rows, r_units), am.unit_labels(cols, c_units)
-    att = np.array(att, dtype=np.float32)  # a copy: never a view of the shared trace
-    return freeze(Derived(att, rows, cols, row_of, names))
+    if att is trace.attention(block):  # no transform: share the trace's read-only array (72 MB at 512 tokens)
+        return freeze(Derived(att, rows, cols, row_of, names))
+    return freeze(Derived(np.ascontiguousarray(att, dtype=np.float32), rows, cols, row_of, names))
 
 
 def block_metrics(trace: AttentionTrace, block: str) -> dict[str, np.ndarray]:

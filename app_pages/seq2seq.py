@@ -13,7 +13,8 @@ view = current_view()
 st.title("Encoder-decoder decoding")
 st.caption(f"This page always uses **{s2s.MODEL}**, a small encoder-decoder (2 + 2 layers × 4 heads, d_model 128) "
            "trained here on copy, reverse and swap; the sidebar's model choice applies to the other pages. "
-           "Its tokenizer lowercases and knows about 4,000 English word pieces; anything else becomes `<unk>`.")
+           "Its tokenizer lowercases and knows 16,000 everyday English words as whole tokens, word pieces for rarer "
+           "words, digits and punctuation; a word with any other character (emoji, Hangul, Greek) becomes `<unk>`.")
 if not view.text.strip():
     st.stop()
 model = cache.get_model(s2s.MODEL, view.device)

@@ -84,7 +84,7 @@ PRESETS: dict[str, TransformerConfig] = {
         scale_embeddings=False,
         tie_embeddings=False,
     ),
-    # the paper's recipe at CPU size, trained here on copy / reverse / swap (model/train.py)
+    # the paper's recipe at CPU size, trained here on copy / reverse / swap (training/train.py)
     "seq2seq-tiny": TransformerConfig(
         d_model=128,
         n_heads=4,  # d_k 32
@@ -92,8 +92,8 @@ PRESETS: dict[str, TransformerConfig] = {
         n_decoder_layers=2,
         d_ff=512,
         dropout=0.1,
-        vocab_size=4000,  # WordPiece entries, specials and task tokens included
-        max_positions=64,  # source: task + text tokens + <eos>; target: <bos> + text tokens + <eos>
+        vocab_size=17204,  # everyday English words, pieces and characters, specials and task tokens included
+        max_positions=64,  # source: task + up to 60 text tokens + <eos>; target: <bos> + text tokens + <eos>
     ),
     "tiny": TransformerConfig(
         d_model=16,

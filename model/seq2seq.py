@@ -1,13 +1,16 @@
 """`seq2seq-tiny`: the paper's encoder-decoder (Vaswani et al. 2017: sinusoidal PE,
 post-LN Add & Norm, ReLU FFN, tied embeddings), small enough to train on a
-2-core CPU, trained by `python -m model.train` on copy / reverse / swap
+2-core CPU, trained by `python -m training.train` on copy / reverse / swap
 (see `model.data`), whose correct cross-attention is known.
 
-Files (assets/seq2seq-tiny/): model.safetensors (weights, strict load),
-config.json ({"transformer": TransformerConfig.to_dict(), tasks, limits, the
-alignment head, training recipe}), tokenizer.json (WordPiece trained with the
-`tokenizers` library on the shipped corpus; lowercases, strips accents, unknown
-words become `<unk>`).
+Files (assets/seq2seq-tiny/), each sha256-checked at load against the digests
+pinned in `model.weights.SEQ2SEQ_TINY_SHA256` (a checkpoint directory of one's own,
+`--checkpoint DIR`, against the sha256.json that training wrote beside it):
+model.safetensors (weights, strict load), config.json ({"transformer":
+TransformerConfig.to_dict(), tasks, limits, the alignment head, training
+recipe}), tokenizer.json (WordPiece over an everyday English vocabulary built
+from the wordfreq word list; lowercases, strips accents, splits digits; a word
+with a character it does not know becomes `<unk>`).
 
 Source: [<task>, x_1 .. x_n, <eos>]; greedy decoding gives [<bos>, y_1 .. y_n, <eos>].
 """
@@ -18,41 +21,23 @@ import json
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from .config import PRESETS, TransformerConfig
-from .data import ASSET_DIR, BOS, BRIEF_SENTENCES, CORPUS_PATH, EOS, SPECIAL_TOKENS, TASK_TOKENS, TASKS, UNK
+from .data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, TASK_TOKENS, TASKS, UNK
 from .errors import InputError, WeightsError
 from .loaded import Seq2SeqModel
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .transformer import Transformer
-from .weights import load_checkpoint
+from .weights import SEQ2SEQ_TINY_SHA256, load_checkpoint, verify_file
 
 NAME = "seq2seq-tiny"
-VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # WordPiece entries, specials and task tokens included
-# longest source text in tokens; longer input is truncated with a notice. Training sentences (3-24 words) have
-# at most 33 tokens and few above 26, so accuracy falls off beyond that: the limit keeps inputs in range.
-MAX_TEXT_TOKENS = 32
-FIX = "run `python -m model.train` to rebuild assets/seq2seq-tiny/, or restore it from git"
+VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # vocabulary entries, specials and task tokens included
+FIX = "restore assets/seq2seq-tiny/ from git (git checkout -- assets/seq2seq-tiny)"
+FIX_DIR = "train it again with `python -m training.train --out DIR` (writes DIR/sha256.json)"
+FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
 SEQ2SEQ_TINY = PRESETS["seq2seq-tiny"]  # d_model 128, 4 heads, 2 + 2 layers, d_ff 512 (model/config.py)
-
-
-def build_tokenizer(words: list[str], vocab_size: int = VOCAB_SIZE) -> Tokenizer:
-    """Train a WordPiece tokenizer (deterministic) on the corpus lines, the brief's sentences and the word list."""
-    tok = Tokenizer(models.WordPiece(unk_token=UNK, max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True,
-                                                handle_chinese_chars=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=1,
-                                        show_progress=False)
-    lines = CORPUS_PATH.read_text(encoding="utf-8").split("\n") + BRIEF_SENTENCES + words
-    tok.train_from_iterator(lines, trainer)
-    for i, s in enumerate(SPECIAL_TOKENS):  # ids 0..6 in a fixed order; <pad> = 0 = config.pad_id
-        if tok.token_to_id(s) != i:
-            raise RuntimeError(f"special token {s} got id {tok.token_to_id(s)}, expected {i}")
-    return tok
 
 
 def text_tokenizer(tok: Tokenizer, max_text_tokens: int = MAX_TEXT_TOKENS) -> TextTokenizer:
@@ -78,10 +63,28 @@ def source_ids(tokenizer: TextTokenizer, ids: list[int], task: str) -> list[int]
     return [tokenizer.token_to_id(TASK_TOKENS[task]), *ids, tokenizer.token_to_id(EOS)]
 
 
+def unknown_words(text: str, enc: Encoded) -> list[str]:
+    """The words of `text` that became `<unk>`, as typed (from the tokens' character offsets), in order.
+
+    `enc` is the encoding of `text` (e.g. `Seq2SeqTiny.encode_source(text, task=...)`); a word
+    holding a character the vocabulary lacks (emoji, Hangul, Greek, ...) is one `<unk>`."""
+    out = []
+    for tok, (start, end), special in zip(enc.tokens, enc.offsets, enc.special):
+        if tok == UNK and not special and end > start:
+            out.append(text[start:end])
+    return out
+
+
 class Seq2SeqTiny(Seq2SeqModel):
-    """Seq2SeqModel whose source starts with a task token; `trace(text, task=...)`."""
+    """Seq2SeqModel whose source starts with a task token; `trace(text, task=...)`.
+
+    The trace's meta also holds `unknown_words`: the words typed that became `<unk>`."""
 
     tasks = TASKS
+
+    def __init__(self, *args, alignment: dict | None = None, **kw):
+        super().__init__(*args, **kw)
+        self.alignment = alignment or {"layer": -1, "head": "mean"}  # where the evaluation reads alignment
 
     def encode_source(self, text: str, task: str | None = None, **kw) -> Encoded:
         task = check_task(task)
@@ -101,15 +104,49 @@ class Seq2SeqTiny(Seq2SeqModel):
             n_tokens_untruncated=enc.n_tokens_untruncated + 2,
         )
 
-    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None) -> list[int]:
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of `text` that this model's tokenizer turns into `<unk>` (see `unknown_words`)."""
+        return unknown_words(text, self.encode_source(text, task="copy"))
+
+    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, **kw) -> list[int]:
         # outputs are as long as the input: a few spare steps, never past the positions
         limit = max_new_tokens or len(src_ids) + 4
-        return super().decode_ids(src_ids, min(limit, self.config.max_positions - 1))
+        return super().decode_ids(src_ids, min(limit, self.config.max_positions - 1), **kw)
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
               max_new_tokens: int | None = None, task: str | None = None, **kw):
-        return super().trace(text, intermediates=intermediates, target=target, max_new_tokens=max_new_tokens,
-                             task=check_task(task), **kw)
+        tr = super().trace(text, intermediates=intermediates, target=target, max_new_tokens=max_new_tokens,
+                           task=check_task(task), **kw)
+        enc = Encoded(tokens=tr.source_tokens, ids=tr.source_ids, offsets=tr.source_offsets,
+                      special=tr.source_special, type_ids=[], word_ids=tr.source_word_ids, truncated=tr.truncated,
+                      n_tokens_untruncated=tr.n_tokens_untruncated)
+        tr.meta["unknown_words"] = unknown_words(text, enc)
+        return tr
+
+
+def expected_digests(directory: Path) -> tuple[dict[str, str], str]:
+    """The sha256 digests a seq2seq-tiny directory must match, and the fix to name when it does not:
+    the pinned ones for the shipped assets, DIR/sha256.json (written by training) for any other."""
+    if directory.resolve() == ASSET_DIR.resolve():
+        return SEQ2SEQ_TINY_SHA256, FIX
+    manifest = directory / "sha256.json"
+    if not manifest.is_file():
+        raise WeightsError(f"Missing {manifest} (the digests of the checkpoint). Fix: {FIX_DIR}")
+    try:
+        digests = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise WeightsError(f"Cannot read {manifest} ({e}). Fix: {FIX_DIR}") from None
+    if not isinstance(digests, dict) or set(digests) != set(FILES):
+        raise WeightsError(f"{manifest} must name exactly {', '.join(FILES)}. Fix: {FIX_DIR}")
+    return digests, FIX_DIR
+
+
+def verify_directory(directory: Path) -> str:
+    """sha256-check model.safetensors, tokenizer.json and config.json; return the fix to name on later errors."""
+    digests, fix = expected_digests(directory)
+    for name in FILES:
+        verify_file(directory / name, digests[name], fix)
+    return fix
 
 
 def read_config(directory: Path = ASSET_DIR) -> dict:
@@ -121,17 +158,19 @@ def read_config(directory: Path = ASSET_DIR) -> dict:
 
 def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Seq2SeqTiny:
     directory = Path(directory or ASSET_DIR)
-    meta = read_config(directory)
-    config = TransformerConfig.from_dict(meta["transformer"])
-    if not (directory / "tokenizer.json").is_file():
-        raise WeightsError(f"Missing {directory / 'tokenizer.json'}. Fix: {FIX}")
+    fix = verify_directory(directory)  # before anything is parsed
+    try:
+        meta = read_config(directory)
+        config = TransformerConfig.from_dict(meta["transformer"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}") from None
     tok = text_tokenizer(Tokenizer.from_file(str(directory / "tokenizer.json")),
                          int(meta.get("max_text_tokens", MAX_TEXT_TOKENS)))
     if tok.vocab_size != config.vocab_size:
-        raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {FIX}")
+        raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {fix}")
     with torch.random.fork_rng(devices=[]):  # the random init is overwritten; keep the global RNG untouched
         module = Transformer(config)
-    load_checkpoint(module, directory / "model.safetensors", FIX)
+    load_checkpoint(module, directory / "model.safetensors", fix)
     return Seq2SeqTiny(NAME, module, tok, device, trained=True, bos=BOS, eos=EOS,
-                       max_new_tokens=config.max_positions - 1,
+                       max_new_tokens=config.max_positions - 1, alignment=meta.get("alignment"),
                        description="trained here on copy / reverse / swap")

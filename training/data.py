@@ -16,6 +16,7 @@ The vocabulary, in id order:
      ("didn't" -> ``didn ' t``)
   4. word pieces learned by `tokenizers`' WordPieceTrainer on the next 40,000
      words of the list, so a rarer word becomes a few pieces rather than letters.
+  Entries in BLOCKED (profanities and slurs) keep their ids and are renamed ``<unusedN>``.
 
 The tokenizer lowercases, strips accents, splits on whitespace and punctuation
 and splits numbers into digits (every number is exact, digit by digit). A word
@@ -50,6 +51,16 @@ N_WORDS = 16_000  # whole words in the vocabulary (by frequency)
 N_PIECE_WORDS = 40_000  # the next words of the list, on which word pieces are trained
 N_PIECES = 1_500  # WordPiece trainer budget (its alphabet included)
 SENTENCE_WORDS = 60_000  # sentence-like sequences draw from this many words (by frequency)
+
+# Profanities and slurs of the word list. The app shows vocabulary entries that the model ranks low (the top-5
+# next tokens, the logit lens), so in a lecture any entry can appear on the projector: these entries keep their
+# ids but are renamed <unusedN> (no typed text can produce them); typed, these words become pieces or letters and
+# are copied like any other. Chosen by hand from the 140 entries of better-profanity 0.7.0's list that are in the
+# vocabulary; everyday words of that list (god, kill, sex, drunk, naked, stupid, hell, damn, ...) stay.
+BLOCKED = frozenset("""
+asshole bitch bitches bullshit cock cum cunt dumbass faggot fuck fucked fucker fuckers fuckin fucking fucks
+goddamn motherfucker negro nigga pussy retarded shit shits shitty slut tits whore
+""".split())
 
 TRAIN_SEED, HELDOUT_SEED = 0, 12345  # training streams use TRAIN_SEED + --seed; held-out inputs never
 
@@ -120,7 +131,7 @@ def vocabulary(words: list[tuple[str, float]], n_words: int = N_WORDS) -> list[s
     learned = sorted(p for p in tok.get_vocab() if re.fullmatch(r"(##)?[a-z]+", p))
     for piece in sorted(learned, key=lambda p: (p.startswith("##"), len(p), p)):
         add(piece)
-    return vocab
+    return [f"<unused{i}>" if tok in BLOCKED else tok for i, tok in enumerate(vocab)]
 
 
 def build_tokenizer(vocab: list[str], max_text_tokens: int = MAX_TEXT_TOKENS) -> Tokenizer:

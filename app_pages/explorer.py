@@ -3,15 +3,18 @@ Thin page: the View from the shell, derived numbers from ui.cache, sections from
 
 import streamlit as st
 
+from i18n import t
 from ui import cache
 from ui import explorer as ex
 from ui.shell import current_view
 from ui.state import require_trace
+from ui.widgets import layer_head
 
 view = current_view()
-st.title("Attention explorer")
+st.title(t("page.explorer", view.lang))
 trace = require_trace(view)
-st.caption(f"{len(trace.source_tokens)} tokens · {view.model_name} · {view.label} (layers and heads count from 0)")
+st.caption(t("ex.caption", view.lang, n=len(trace.source_tokens), model=view.model_name,
+             where=layer_head(view.layer, view.head, view.lang)))
 mode, hide, merge = ex.options(view)
 d = cache.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge)
 ex.sections(view, d, mode, (hide, merge))

@@ -3,16 +3,18 @@ attention and attention flow, the logit lens (seq2seq-tiny) and a head atlas. Se
 
 import streamlit as st
 
+from i18n import t
 from ui import heads as uh
 from ui.shell import current_view
 from ui.state import require_trace
+from ui.widgets import layer_head
 
 view = current_view()
-st.title("Head lab")
+st.title(t("heads.page", view.lang))
 require_trace(view)
-st.caption(f"{view.model_name} · {view.label} · query token {view.token} (choose them in the sidebar)")
-tabs = st.tabs(uh.TABS, key="hl_tab", on_change="rerun", bind="query-params")
-for tab, draw in zip(tabs, (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas)):
+st.caption(t("heads.caption", view.lang, model=view.model_name, where=layer_head(view.layer, view.head, view.lang),
+             token=view.token))
+for tab, draw in zip(uh.tabs(view), (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas)):
     if tab.open:
         with tab:
             draw(view)

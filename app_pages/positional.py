@@ -1,22 +1,23 @@
 """Positional-encoding lab: the sinusoidal table (Vaswani et al. 2017, 3.5), its curves and position similarity,
 X / PE / X + PE of the typed sentence, and MiniLM's learned positions beside the fixed ones. Three lazy tabs (only the
-open one is built and sent); sections: ui/labs.py."""
+open one is built and sent); sections: ui/labs.py. Text: i18n "pe.*" (the sidebar's language)."""
 
 import streamlit as st
 
+from i18n import t
 from ui import labs
 from ui.shell import current_view
 
 view = current_view()
-st.title("Positional-encoding lab")
+st.title(t("pe.title", view.lang))
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
-tabs = st.tabs(labs.PE_TABS, key="pe_tab", on_change="rerun")
+tabs = labs.lazy_tabs(labs.PE_TAB_KEYS, "pe_tab", view.lang)
 
 
 def your_sentence(view) -> None:
     if view.trace is None:
-        st.info("Type a sentence in the sidebar to see its embeddings with positions added.")
+        st.info(t("pe.need_text", view.lang))
     else:
         labs.sentence_parts(view)
 

@@ -4,7 +4,8 @@ Why a keyed JSON catalogue and not gettext: the Python ecosystem's standard is g
 files via Babel). It keys messages by their English text and needs a compile step (.po -> .mo) and a tool chain
 (xgettext / pybabel) to stay in sync; Streamlit reruns the whole script per interaction and only needs a
 dictionary lookup per label, with the language chosen per session (not per process, as `gettext.install` would
-set it). A small keyed catalogue — one JSON file per language (i18n/en.json, i18n/ko.json), plain `str.format`
+set it). A small keyed catalogue — JSON files per language (i18n/en.json, i18n/ko.json, plus parts such as
+i18n/en.labs.json), plain `str.format`
 placeholders, and a test (tests/test_i18n.py) that every key exists in both languages with identical placeholders
 and that the Korean text uses the glossary's terms — is what Streamlit's own multilingual examples do and needs
 no build step. Translators edit JSON; a missing key fails the test, never the app (English, then the key itself,
@@ -33,12 +34,24 @@ LANG_NAMES = {"en": "English", "ko": "한국어"}
 _DIR = Path(__file__).resolve().parent
 
 
+def catalogue_files(lang: str) -> list[Path]:
+    """One language's files: i18n/<lang>.json, then its parts i18n/<lang>.<part>.json (one per group of pages)."""
+    return [_DIR / f"{lang}.json", *sorted(_DIR.glob(f"{lang}.*.json"))]
+
+
 @functools.cache
 def catalogue(lang: str) -> dict[str, str]:
-    """All messages of one language (read once per process)."""
+    """All messages of one language (read once per process); a key defined in two files is an error."""
     if lang not in LANGS:
         raise ValueError(f"unknown language {lang!r}; languages: {', '.join(LANGS)}")
-    return json.loads((_DIR / f"{lang}.json").read_text(encoding="utf-8"))
+    merged: dict[str, str] = {}
+    for path in catalogue_files(lang):
+        part = json.loads(path.read_text(encoding="utf-8"))
+        twice = sorted(set(part) & set(merged))
+        if twice:
+            raise ValueError(f"{path.name}: keys already defined in another catalogue file: {', '.join(twice)}")
+        merged.update(part)
+    return merged
 
 
 @functools.cache

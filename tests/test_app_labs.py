@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_support import HOSTILE
+from apptest_support import HOSTILE, charts_in_tabs
 from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
-from apptest_support import charts_in_tabs
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

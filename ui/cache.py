@@ -23,6 +23,7 @@ from analysis import atlas, decoding, explore, flow, heads, masks, positional, s
 from analysis import trace as traces
 from analysis.cache import ByteBudgetCache, budget_bytes
 from analysis.frozen import freeze
+from i18n import pick_lang, t
 from model import DEFAULT_MODEL, HeadlightError, load_model
 from model.trace import AttentionTrace
 from viz.attention import mosaic
@@ -31,9 +32,31 @@ THUMB = 24  # thumbnail side in the all-heads grid (pooled)
 LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decoder: the trained one when it loads
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading model…")
-def get_model(name: str, device: str):
+def _msg(key: str, **fmt) -> str:
+    """A progress message in the session's language (the sidebar's "lang"), English outside a run."""
+    try:
+        lang = pick_lang(st.session_state.get("lang"))
+    except Exception:  # noqa: BLE001 - no Streamlit run (plain unit tests)
+        lang = "en"
+    return t(key, lang, **fmt)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _load_model(name: str, device: str):
     return load_model(name, device)
+
+
+_LOADED: set[tuple[str, str]] = set()  # (name, device) loaded at least once: no spinner, no message
+
+
+def get_model(name: str, device: str):
+    """The shared model (loaded once per process); a spinner in the session's language while it loads."""
+    if (name, device) in _LOADED:
+        return _load_model(name, device)
+    with st.spinner(_msg("cache.loading_model")):
+        model = _load_model(name, device)
+    _LOADED.add((name, device))
+    return model
 
 
 @st.cache_resource(show_spinner=False)
@@ -86,7 +109,7 @@ def cached(key: tuple, factory: Callable[[], object], spinner: str | None = None
 def get_trace(name: str, device: str, text: str) -> AttentionTrace:
     """One trace per (model, device, text), with the per-layer hidden states."""
     return cached(("trace", name, device, text), lambda: traces.trace(get_model(name, device), text),
-                  "Running the model…")
+                  _msg("cache.running_model"))
 
 
 def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, object]:
@@ -137,19 +160,54 @@ def block_metrics(name: str, device: str, text: str, block: str) -> dict[str, np
 def attention_steps(name: str, device: str, text: str, block: str, layer: int, head: int) -> dict:
     return cached(("steps", name, device, text, block, layer, head), lambda: stages.attention_steps(
         get_model(name, device), get_trace(name, device, text), block, layer, head),
-        "Reading this head from the model…")
+        _msg("cache.reading_head"))
+
+
+def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) -> dict:
+    """analysis.stages.sublayer_steps: one layer's Add & Norm and Feed Forward intermediates (a decoder layer's are
+    the same for its self- and cross-attention blocks)."""
+    return cached(("sublayers", name, device, text, block, layer), lambda: stages.sublayer_steps(
+        get_model(name, device), get_trace(name, device, text), block, layer), _msg("cache.reading_layer"))
+
+
+def vocab_output(name: str, device: str, text: str, k: int = 5) -> dict:
+    """The final linear layer and Softmax of an encoder-decoder, on the trace's decoder input (teacher forcing):
+    the model's own logits (T, V) from its forward, their top-k probabilities per position, the output layer's
+    shape, and the largest difference between the logits and the output layer applied to the last decoder layer's
+    output (as the Step by step page shows it)."""
+    def make():
+        import torch
+
+        loaded, trace = get_model(name, device), get_trace(name, device, text)
+        module = loaded.module
+        last = loaded.config.n_decoder_layers - 1
+        h = sublayer_steps(name, device, text, "decoder_self", last)["norm3"]  # (T, d)
+        src = torch.tensor([trace.source_ids], device=loaded.device)
+        tgt = torch.tensor([trace.target_ids], device=loaded.device)
+        with torch.inference_mode():
+            logits = module(src, tgt).logits[0].float()  # (T, V)
+            again = module.generator(torch.tensor(np.array(h), device=loaded.device)).float()
+            probs = logits.softmax(-1)
+            top_p, top_i = probs.topk(min(k, probs.shape[-1]), dim=-1)  # (T, k)
+        tok = loaded.tokenizer.id_to_token
+        return freeze({"top_probs": top_p.cpu().numpy(), "top_tokens": [[tok(i) for i in row] for row in top_i.tolist()],
+                       "sums": probs.sum(-1).cpu().numpy(), "vocab": int(logits.shape[-1]),
+                       "W": tuple(module.generator.weight.T.shape),
+                       "diff": float((logits - again).abs().max())})
+
+    return cached(("vocab_output", name, device, text, k), make, _msg("cache.reading_output"))
 
 
 def padded_run(name: str, device: str, first: str, second: str, layer: int) -> masks.PaddedRun:
     return cached(("padded", name, device, first, second, layer),
                   lambda: masks.padded_run(get_model(name, device), [first, second], layers={layer}),
-                  "Running the padded batch…")
+                  _msg("cache.padded_batch"))
 
 
 def decoder_run(name: str, device: str, sentence: str, n_pad: int, layer: int) -> masks.DecoderRun:
     return cached(("decoder", name, device, sentence, n_pad, layer),
                   lambda: masks.decoder_run(get_model(name, device), sentence, sentence, n_pad, layers={layer}),
-                  "Running the decoder…")
+                  _msg("cache.decoder"))
 
 
 def decoding_run(device: str, text: str, task: str, teacher: bool) -> decoding.DecodingRun:
@@ -157,7 +215,7 @@ def decoding_run(device: str, text: str, task: str, teacher: bool) -> decoding.D
         model = get_model("seq2seq-tiny", device)
         return decoding.teacher_forced_run(model, text, task) if teacher else decoding.greedy_run(model, text, task)
 
-    return cached(("decoding", device, text, task, teacher), make, "Decoding…")
+    return cached(("decoding", device, text, task, teacher), make, _msg("cache.decoding"))
 
 
 def pe_table(n: int, d: int) -> np.ndarray:
@@ -166,7 +224,7 @@ def pe_table(n: int, d: int) -> np.ndarray:
 
 def pe_similarity(n: int, d: int, cosine: bool) -> np.ndarray:
     return cached(("pe_similarity", n, d, cosine), lambda: positional.similarity(pe_table(n, d), cosine),
-                  "Computing the similarity matrix…")  # (n, n)
+                  _msg("cache.similarity"))  # (n, n)
 
 
 def learned_positions(device: str) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +272,7 @@ def decoder_effect(name: str, device: str, text: str, chosen: tuple, mode: str, 
 
 def rank_heads(name: str, device: str, text: str, mode: str):
     def make():
-        bar, tick = progress_bar("Ablating every head, one at a time…")
+        bar, tick = progress_bar(_msg("cache.ablating"))
         out = heads.rank_heads_by_effect(get_model(name, device), text, mode, progress=tick,
                                          baseline=encoder_baseline(name, device, text))
         bar.empty()
@@ -231,7 +289,7 @@ def value_norms(name: str, device: str, text: str, **kw):
 def attention_flow(name: str, device: str, text: str, token: int):
     def make():
         trace = get_trace(name, device, text)
-        bar, tick = progress_bar("Computing attention flow (max-flow through the layers)…")
+        bar, tick = progress_bar(_msg("cache.flow"))
         out = flow.flow_and_rollout(trace.encoder_attention, trace.source_tokens, token, progress=tick)
         bar.empty()
         return out
@@ -246,7 +304,7 @@ def logit_lens(device: str, text: str, task: str, step: int):
 
 def head_atlas(name: str, device: str, **kw):
     def make():
-        bar, tick = progress_bar(f"Building the head atlas of {name} (runs the probe battery once)…")
+        bar, tick = progress_bar(_msg("cache.atlas", name=name))
         out = atlas.build_atlas(get_model(name, device), progress=tick, **kw)
         bar.empty()
         return out

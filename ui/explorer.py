@@ -1,6 +1,9 @@
 """Streamlit side of the Attention explorer: the option row and the five sections (one head, all heads, token
 view, head metrics, data). Numbers come from ui.cache (analysis package), figures from viz.attention / viz.heatmap.
-Only the open tab is built and sent (lazy tabs), and downloads are made only when clicked.
+Only the open tab is built and sent (lazy tabs), and downloads are made only when clicked. Every string is in the
+catalogue (i18n/*.explorer.json, keys ex.*) in English and Korean. The quiz switch ("predict, then reveal", ui/quiz.py,
+shared with the tour) hides the One head heatmap behind "where will this token attend?" and the All heads grid
+behind "which head is the previous-token head?".
 """
 
 from __future__ import annotations
@@ -13,19 +16,21 @@ import streamlit as st
 
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
-from model.trace import BLOCK_LABELS
+from i18n import t
 from viz.attention import HEAD_HOVER, grid_figure, grid_figure_mpl, token_view, token_view_mpl
 from viz.export import matrix_csv
 from viz.heatmap import heatmap
 from viz.theme import esc
 
-from . import cache
+from . import cache, quiz
 from .state import K_HEAD, K_LAYER, View, md_escape, safe_callback
-from .widgets import Export, chart
+from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
-TABS = ["One head", "All heads", "Token view", "Head metrics", "Data"]
+TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]
+TABS = [t(k, "en") for k in TAB_KEYS]  # "One head", "All heads", "Token view", "Head metrics", "Data"
 K_MODE, K_HIDE, K_MERGE, K_COLOUR, K_HEADS, K_GRID, K_TOPK, K_TAB = (
     "ex_mode", "ex_hide_special", "ex_merge_words", "ex_grid_colour", "ex_heads", "ex_grid", "ex_topk", "ex_tab")
+K_QUIZ = "ex_quiz"
 JSON_MAX_TOKENS = 160  # the JSON trace grows as L*H*n^2 numbers in text; beyond this, offer NPZ only
 
 
@@ -35,23 +40,31 @@ def options(view: View) -> tuple[str, bool, bool]:
     modes = list(MODES) if view.block != "cross" else ["head", "mean"]
     if st.session_state.get(K_MODE) not in modes:
         st.session_state[K_MODE] = "head"
-    mode = c1.segmented_control("Show", modes, key=K_MODE, format_func=MODES.get, persist_state="session",
-                                help="Rollout (Abnar & Zuidema 2020): per layer 0.5·mean-of-heads + 0.5·I, rows "
-                                     "renormalised, multiplied through the layers.") or "head"
-    hide = c2.toggle("Hide [CLS]/[SEP], renormalise", key=K_HIDE, persist_state="session",
-                     help="In MiniLM about half of all attention goes to [CLS]/[SEP]; hiding them and rescaling "
-                          "each row to sum to 1 shows the structure among the real tokens.")
-    merge = c3.toggle("Merge subwords into words", key=K_MERGE, persist_state="session",
-                      disabled=view.block != "encoder",
-                      help="Attention TO a word = sum over its pieces; FROM a word = mean over its pieces.")
+    lg = view.lang
+    mode = c1.segmented_control(t("ex.show", lg), modes, key=K_MODE, persist_state="session",
+                                format_func=lambda m: MODES[m] if lg == "en" else t(f"ex.mode.{m}", lg),
+                                help=t("ex.show_help", lg)) or "head"
+    hide = c2.toggle(t("ex.hide", lg), key=K_HIDE, persist_state="session", help=t("ex.hide_help", lg))
+    merge = c3.toggle(t("ex.merge", lg), key=K_MERGE, persist_state="session",
+                      disabled=view.block != "encoder", help=t("ex.merge_help", lg))
     return mode, hide, merge and view.block == "encoder"
 
 
 def title(view: View, mode: str) -> str:
-    what = {"head": view.label, "mean": f"Layer {view.layer} · mean of heads",
-            "rollout": f"Rollout through layers 0-{view.layer}"}[mode]
-    block = "" if view.block == "encoder" else f" · {BLOCK_LABELS[view.block]}"
+    lg = view.lang
+    what = {"head": layer_head(view.layer, view.head, lg), "mean": t("ex.title.mean", lg, layer=view.layer),
+            "rollout": t("ex.title.rollout", lg, layer=view.layer)}[mode]
+    block = "" if view.block == "encoder" else f" · {t(f'ex.block.{view.block}', lg)}"
     return f"{view.model_name}{block} · {what}"
+
+
+def head_names(d: Derived, mode: str, lang: str) -> list[str]:
+    """The heads of a Derived view as shown: 'Head 3', 'mean of heads' or 'rollout', in the interface language."""
+    if lang == "en":
+        return list(d.head_names)
+    if mode == "head":
+        return [t("ex.head_n", lang, i=h) for h in range(len(d.head_names))]
+    return [t(f"ex.head_name.{mode}", lang)] * len(d.head_names)
 
 
 def head_from_selection(state) -> tuple[int, int] | None:
@@ -82,32 +95,63 @@ def _select_from_grid() -> None:
 
 
 def sections(view: View, d: Derived, mode: str, opts: tuple) -> None:
-    """The five tabs; only the open one runs."""
-    tabs = st.tabs(TABS, key=K_TAB, on_change="rerun")
+    """The quiz switch, then the five tabs; only the open one runs."""
+    c1, c2 = st.columns([1, 2])
+    c1.toggle(t("ex.quiz", view.lang), key=K_QUIZ, help=t("ex.quiz_help", view.lang))
+    with c2:
+        quiz.score_line(view.lang)
+    tabs = localised_tabs(TAB_KEYS, K_TAB, view.lang, on_change="rerun")
     for tab, draw in zip(tabs, (one_head, all_heads, token_section, metrics_section, data_section)):
         if tab.open:
             with tab:
                 draw(view, d, mode, opts)
 
 
+def quiz_on() -> bool:
+    return bool(st.session_state.get(K_QUIZ))
+
+
 def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
+    lg = view.lang
     mat = d.att[view.layer, view.head if mode == "head" else 0]  # (n', m')
+    if quiz_on():
+        row = d.row_of_token.get(view.token)
+        if mode != "head":
+            st.info(t("ex.quiz_per_head", lg))
+        elif row is None:
+            st.info(t("ex.hidden_token", lg, token=view.token,
+                      text=md_escape(view.trace.axis_tokens(view.block)[0][view.token])))
+        elif not quiz.attend_question(view, view.layer, view.head, mat, d.rows, d.cols, lg, row=row,
+                                      tag=(view.block, *opts)):
+            return
     name = title(view, mode)
     blocked = None
     if view.block == "decoder_self" and mat.shape[0] == mat.shape[1]:
         blocked = np.triu(np.ones(mat.shape, dtype=bool), k=1)  # the look-ahead mask: future keys
+    key, query = t("ex.axis.key", lg), t("ex.axis.query", lg)
     fig = heatmap(mat, d.rows, d.cols, title=esc(name, 120), lecture=view.lecture, masked=blocked, zmin=0.0,
-                  hover=HEAD_HOVER, colorbar_title="weight", xlabel="key", ylabel="query", text_auto=False)
+                  hover=HEAD_HOVER, colorbar_title=t("ex.axis.weight", lg), xlabel=key, ylabel=query,
+                  text_auto=False, lang=lg)
     chart(fig, "ex_head_chart", Export(mat, d.rows, d.cols, name, view.text, name, heatmap=dict(
-        vmin=0.0, colorbar_label="attention weight", masked=blocked)))
-    st.caption("Rows are queries (the token that looks), columns are keys (the tokens it looks at); each row sums "
-               "to 1. Hover a cell for its weight.")
+        vmin=0.0, colorbar_label=t("ex.axis.attention_weight", lg), masked=blocked, xlabel=key, ylabel=query)))
+    st.caption(t("ex.one_head.caption", lg))
+
+
+def metric_labels(lang: str) -> dict[str, str]:
+    """analysis.metrics.METRICS in the interface language."""
+    return dict(am.METRICS) if lang == "en" else {k: t(f"ex.metric.{k}", lang) for k in am.METRICS}
 
 
 def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
+    lg = view.lang
+    if quiz_on():
+        if view.block != "encoder":
+            st.info(t("ex.quiz_encoder", lg))
+        elif not quiz.prev_head_question(view, view.layer, lg):
+            return
     metrics = cache.block_metrics(view.model_name, view.device, view.text, view.block)
-    colours = {"thumbs": "Attention thumbnails", **am.METRICS}
-    colour = st.selectbox("Colour the grid by", list(colours), format_func=colours.get, key=K_COLOUR,
+    colours = {"thumbs": t("ex.thumbs", lg), **metric_labels(lg)}
+    colour = st.selectbox(t("ex.colour_by", lg), list(colours), format_func=colours.get, key=K_COLOUR,
                           persist_state="session")
     metric = metrics[colour] if colour != "thumbs" else None
     L, H = (d.att.shape[0], d.att.shape[1]) if metric is None else metric.shape
@@ -115,69 +159,70 @@ def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
     thumbs = cache.thumbnails(view.model_name, view.device, view.text, view.block, mode, *opts) if metric is None \
         else None
     fig = grid_figure(d.att, sel, lecture=view.lecture, metric=metric, metric_label=colours[colour], thumbs=thumbs,
-                      head_names=d.head_names if metric is None and mode != "head" else None,
-                      title=esc(f"{view.model_name} · all {L} layers x {H} heads", 120))
-    name = f"{view.model_name} · all heads"
+                      head_names=head_names(d, mode, lg) if metric is None and mode != "head" else None,
+                      title=esc(t("ex.all.title", lg, model=view.model_name, layers=L, heads=H), 120), lang=lg)
+    name = t("ex.all.name", lg, model=view.model_name)
     if metric is not None:
-        table, rows, cols = metric, [f"Layer {i}" for i in range(L)], [f"Head {h}" for h in range(H)]
+        table, rows, cols = (metric, [t("ex.layer_n", lg, i=i) for i in range(L)],
+                             [t("ex.head_n", lg, i=h) for h in range(H)])
     else:  # thumbnails: export every metric per head (the pooled pixels are not worth a CSV)
-        table, rows, cols = metrics_table(metrics)
+        table, rows, cols = metrics_table(metrics, lg)
     chart(fig, K_GRID, Export(table, rows, cols, name, filename=name, make_figure=lambda: grid_figure_mpl(
-        d.att, title=name, subtitle=view.text, metric=metric, metric_label=colours[colour])),
+        d.att, title=name, subtitle=view.text, metric=metric, metric_label=colours[colour], lang=lg)),
         on_select=_select_from_grid, selection_mode="points",
         config={"modeBarButtonsToRemove": ["select2d", "lasso2d"]})
-    st.caption("Click a head to show it in detail (or use Layer / Head in the sidebar). Thumbnails are "
-               f"block-averaged to at most {cache.THUMB} x {cache.THUMB} and scaled to their own maximum."
-               if metric is None else "Metrics of the raw attention (before hiding specials or merging words).")
+    st.caption(t("ex.all.caption_thumbs", lg, size=cache.THUMB) if metric is None else t("ex.all.caption_metric", lg))
 
 
 def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
+    lg = view.lang
     row = d.row_of_token.get(view.token)
     rows_tok, _ = view.trace.axis_tokens(view.block)
     if row is None:
-        st.info(f"The selected token {view.token} ({md_escape(rows_tok[view.token])}) is hidden by “Hide [CLS]/[SEP]”: "
-                "pick another query token in the sidebar.")
+        st.info(t("ex.hidden_token", lg, token=view.token, text=md_escape(rows_tok[view.token])))
         return
     H = d.att.shape[1]
+    names = head_names(d, mode, lg)
     c1, c2 = st.columns([3, 1])
-    heads = c1.multiselect("Heads", list(range(H)), default=list(range(H)), key=f"{K_HEADS}-{H}",
-                           format_func=lambda h: d.head_names[h] if h < len(d.head_names) else f"Head {h}")
+    heads = c1.multiselect(t("ex.heads", lg), list(range(H)), default=list(range(H)), key=f"{K_HEADS}-{H}",
+                           format_func=lambda h: names[h] if h < len(names) else t("ex.head_n", lg, i=h))
     long_input = max(d.att.shape[-2:]) > 60
-    top_k = int(c2.number_input("Lines per head (top-k)", 1, 50, 20 if long_input else 50,
+    top_k = int(c2.number_input(t("ex.top_k", lg), 1, 50, 20 if long_input else 50,
                                 key=f"{K_TOPK}-{int(long_input)}"))
-    name = f"{view.model_name} · Layer {view.layer} · where “{d.rows[row]}” looks"
+    name = t("ex.token.title", lg, model=view.model_name, layer=view.layer, token=d.rows[row])
     layer_att = d.att[view.layer]  # (H', n', m')
-    fig = token_view(layer_att, row, d.rows, d.cols, heads, lecture=view.lecture, top_k=top_k, title=esc(name, 120))
-    chart(fig, "ex_token_chart", Export(layer_att[:, row, :], d.head_names, d.cols, name, filename=name,
+    fig = token_view(layer_att, row, d.rows, d.cols, heads, lecture=view.lecture, top_k=top_k, title=esc(name, 120),
+                     lang=lg)
+    chart(fig, "ex_token_chart", Export(layer_att[:, row, :], names, d.cols, name, filename=name,
                                         make_figure=lambda: token_view_mpl(layer_att, row, d.rows, d.cols, heads,
                                                                            top_k=top_k, title=name,
-                                                                           subtitle=view.text)))
-    st.caption("Left: the query token; right: the keys. One colour per head, line opacity = weight "
-               "(lines under 0.01 are not drawn). Click a head in the legend to toggle it.")
-    st.subheader(f"For “{md_escape(d.rows[row])}”: the most attended token in every layer and head")
-    skip_self = st.toggle("Ignore the token itself", key="ex_skip_self", persist_state="session")
+                                                                           subtitle=view.text, lang=lg)))
+    st.caption(t("ex.token.caption", lg))
+    st.subheader(t("ex.token.top", lg, token=md_escape(d.rows[row])))
+    skip_self = st.toggle(t("ex.skip_self", lg), key="ex_skip_self", persist_state="session")
     table = am.top_attended(d.att, row, d.cols, exclude=row if skip_self and view.block != "cross" else None)
     if mode != "head":
         for r in table:
-            r["Head"] = d.head_names[r["Head"]]
+            r["Head"] = names[r["Head"]]
+    table = rename_columns(table, lg)
     st.dataframe(table, hide_index=True, key="ex_top_table", height=min(420, 36 * len(table) + 40))
 
 
-def metrics_table(metrics: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str], list[str]]:
+def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en") -> tuple[np.ndarray, list[str], list[str]]:
     """Every metric per head: ((L*H, 6) values, 'Layer i Head h' rows, metric names)."""
     L, H = next(iter(metrics.values())).shape
     table = np.stack([metrics[k].ravel() for k in am.METRICS], axis=1)  # (L*H, 6)
-    return table, [f"Layer {i // H} Head {i % H}" for i in range(L * H)], list(am.METRICS.values())
+    return (table, [t("ex.metrics.row", lang, layer=i // H, head=i % H) for i in range(L * H)],
+            list(metric_labels(lang).values()))
 
 
 def metrics_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
+    lg = view.lang
     metrics = cache.block_metrics(view.model_name, view.device, view.text, view.block)
-    rows = am.metrics_rows(metrics)
+    rows = rename_columns(am.metrics_rows(metrics), lg, {am.METRICS[k]: f"ex.metric.{k}" for k in am.METRICS})
     st.dataframe(rows, hide_index=True, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
-    st.caption("Per head, averaged over query rows: entropy of the row in bits (low = focused), the mass on "
-               "special tokens, on the token itself / the previous / the next token, and the mean distance "
-               "|i - j| weighted by attention. Click a column header to sort.")
-    st.download_button("Download metrics CSV", lambda: matrix_csv(*metrics_table(metrics)),
+    st.caption(t("ex.metrics.caption", lg))
+    st.download_button(t("ex.metrics.csv", lg), lambda: matrix_csv(*metrics_table(metrics, lg)),
                        f"{view.model_name}-head-metrics.csv", "text/csv", key="ex_metrics_csv")
 
 
@@ -194,14 +239,14 @@ def trace_json_bytes(trace) -> bytes:
 
 def data_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     """The whole trace as NPZ (compressed arrays) or JSON, generated only when clicked."""
-    st.write("Download the whole trace: tokens, ids, masks, every attention array and the hidden states.")
+    lg = view.lang
+    st.write(t("ex.data.intro", lg))
     trace, name = view.trace, f"headlight-{view.model_name}-trace"
     c1, c2 = st.columns(2)
-    c1.download_button("Trace as NPZ", lambda: trace_npz_bytes(trace), f"{name}.npz", "application/octet-stream",
-                       key="ex_trace_npz",
-                       help="Every attention array, tokens, masks and hidden states (numpy .npz, no pickle).")
+    c1.download_button(t("ex.data.npz", lg), lambda: trace_npz_bytes(trace), f"{name}.npz",
+                       "application/octet-stream", key="ex_trace_npz", help=t("ex.data.npz_help", lg))
     too_big = len(trace.source_tokens) > JSON_MAX_TOKENS
-    c2.download_button("Trace as JSON", lambda: trace_json_bytes(trace), f"{name}.json", "application/json",
+    c2.download_button(t("ex.data.json", lg), lambda: trace_json_bytes(trace), f"{name}.json", "application/json",
                        key="ex_trace_json", disabled=too_big,
-                       help=f"Over {JSON_MAX_TOKENS} tokens the JSON is hundreds of MB: use NPZ."
-                       if too_big else "Tokens, masks and every attention array as nested lists.")
+                       help=t("ex.data.json_too_big", lg, n=JSON_MAX_TOKENS) if too_big
+                       else t("ex.data.json_help", lg))

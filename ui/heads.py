@@ -11,16 +11,35 @@ import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
+from i18n import t
 from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
 
 from . import cache
-from .state import View
-from .widgets import Export, chart
+from .state import View, md_escape
+from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
-TABS = ["Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"]
+TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas"]
+TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
+K_TAB = "hl_tab"
 URL = dict(bind="query-params")
+COLS = {"A: preference": "heads.col.pref_a", "B: preference": "heads.col.pref_b", "Cosine": "heads.col.cosine",
+        "1 - cosine": "heads.col.one_minus_cos"}
+
+
+def tabs(view: View) -> list:
+    """The lab's lazy tabs (the open one is in the URL), labelled in the interface language."""
+    return localised_tabs(TAB_KEYS, K_TAB, view.lang, on_change="rerun", **URL)
+
+
+def input_error(exc: InputError, lang: str) -> None:
+    """A message of analysis' input checks (English text from analysis/), introduced in the interface language."""
+    st.info(str(exc) if lang == "en" else t("heads.input_error", lang, msg=md_escape(str(exc))))
+
+
+def task_label(task: str, lang: str) -> str:
+    return task if lang == "en" else t(f"tour.task.{task}", lang)
 
 
 def head_options(view: View) -> list[str]:
@@ -33,118 +52,144 @@ def head_options(view: View) -> list[str]:
     return out
 
 
-def axes(grid) -> tuple[list[str], list[str]]:
+def head_option_label(option: str, lang: str) -> str:
+    """How a head option is shown ("decoder_self:1.2" -> "디코더 셀프:1.2" in Korean); the value stays as it is."""
+    block, _, lh = option.rpartition(":")
+    return option if lang == "en" or not block else f"{t(f'heads.opt.{block}', lang)}:{lh}"
+
+
+def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
     """Row and column labels of a layer x head grid."""
-    return [f"Layer {i}" for i in range(grid.shape[0])], [f"Head {h}" for h in range(grid.shape[1])]
+    return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
+            [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
 
 
 def minimal_pairs(view: View) -> None:
-    st.caption("Two sentences that differ in a word or two: which heads change where the query token looks?")
-    if st.button("Preset: “… because it was tired” / “… because it was wide”", key="hl_preset"):
+    lg = view.lang
+    st.caption(t("heads.pairs.intro", lg))
+    if st.button(t("heads.pairs.preset", lg), key="hl_preset"):
         st.session_state.update(hl_a=ah.PRESET_A, hl_b=ah.PRESET_B, hl_query=ah.PRESET_QUERY,
                                 hl_c1=ah.PRESET_CANDIDATES[0], hl_c2=ah.PRESET_CANDIDATES[1])
-    a = st.text_input("Sentence A", ah.PRESET_A, key="hl_a", **URL)
-    b = st.text_input("Sentence B", ah.PRESET_B, key="hl_b", **URL)
+    a = st.text_input(t("heads.pairs.a", lg), ah.PRESET_A, key="hl_a", **URL)
+    b = st.text_input(t("heads.pairs.b", lg), ah.PRESET_B, key="hl_b", **URL)
     c0, c1, c2 = st.columns(3)
-    query = c0.text_input("Query token (a word, or its position in A)", ah.PRESET_QUERY, key="hl_query", **URL)
-    w1 = c1.text_input("Candidate 1", ah.PRESET_CANDIDATES[0], key="hl_c1", **URL)
-    w2 = c2.text_input("Candidate 2", ah.PRESET_CANDIDATES[1], key="hl_c2", **URL)
+    query = c0.text_input(t("heads.pairs.query", lg), ah.PRESET_QUERY, key="hl_query", **URL)
+    w1 = c1.text_input(t("heads.pairs.c1", lg), ah.PRESET_CANDIDATES[0], key="hl_c1", **URL)
+    w2 = c2.text_input(t("heads.pairs.c2", lg), ah.PRESET_CANDIDATES[1], key="hl_c2", **URL)
     spec = lambda s: int(s) if s.strip().isdigit() else s  # noqa: E731 - a position or a word
     try:
         pair = cache.minimal_pair(view.model_name, view.device, a, b, spec(query), spec(w1), spec(w2))
     except InputError as exc:
-        st.info(str(exc))
+        input_error(exc, lg)
         return
-    st.markdown("**Aligned tokens** (A→B where they differ): " + " ".join(f"`{t}`" for t in pair.alignment.labels))
-    chart(vh.change_grid(pair, lecture=view.lecture), "hl_change", Export(
-        pair.change, [f"Layer {i}" for i in range(pair.change.shape[0])],
-        [f"Head {h}" for h in range(pair.change.shape[1])], "Minimal pair: change of the preference", a))
-    st.table(vh.ranked_table(pair, top=12))  # a plain table: the ranked rows are readable text (and in the DOM)
-    st.caption(vh.NOTES["pairs"])
+    st.markdown(t("heads.pairs.aligned", lg) + " " + " ".join(f"`{x}`" for x in pair.alignment.labels))
+    chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", Export(
+        pair.change, *axes(pair.change, lg), t("heads.pairs.export", lg), a))
+    # a plain table: the ranked rows are readable text (and in the DOM)
+    st.table(rename_columns(vh.ranked_table(pair, top=12, lang=lg), lg, COLS))
+    st.caption(vh.note("pairs", lg))
     delta = pair.delta(view.layer, view.head)
-    chart(vh.delta_heatmap(delta, lecture=view.lecture), "hl_delta", Export(
-        delta.delta, list(delta.labels), list(delta.labels), f"B − A · {view.label}", f"{a} / {b}"))
+    chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", Export(
+        delta.delta, list(delta.labels), list(delta.labels), f"B − A · {layer_head(view.layer, view.head, lg)}",
+        f"{a} / {b}"))
 
 
 def surgery(view: View) -> None:
+    lg = view.lang
+    where = layer_head(view.layer, view.head, lg)
     c1, c2 = st.columns([3, 2])
-    chosen = c1.multiselect("Heads to ablate", head_options(view), key="hl_heads", **URL,
-                            help="layer.head for the encoder; decoder_self: or cross: for the decoder's heads.")
-    mode = c2.selectbox("Ablation", list(ah.ABLATION_LABELS), format_func=ah.ABLATION_LABELS.get, key="hl_mode", **URL)
+    chosen = c1.multiselect(t("heads.surgery.heads", lg), head_options(view), key="hl_heads", **URL,
+                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg))
+    mode = c2.selectbox(t("heads.surgery.mode", lg), list(ah.ABLATION_LABELS), key="hl_mode", **URL,
+                        format_func=ah.ABLATION_LABELS.get if lg == "en" else lambda m: t(f"heads.ablation.{m}", lg))
     picked = tuple(ah.heads_from_text(",".join(chosen)))
-    st.caption(vh.NOTES["surgery"])
+    st.caption(vh.note("surgery", lg))
     if view.model.config.is_encoder_decoder:
-        task = st.radio("Task", TASKS, horizontal=True, key="hl_task")
+        task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
+                        format_func=lambda x: task_label(x, lg))
         effect = cache.decoder_effect(view.model_name, view.device, view.text, picked, mode, task)
-        st.code(f"before: {' '.join(effect.output_before)}\nafter:  {' '.join(effect.output_after)}", language=None)
+        st.code(t("heads.surgery.outputs", lg, before=" ".join(effect.output_before),
+                  after=" ".join(effect.output_after)), language=None)
         (st.success if effect.exact_after else st.warning)(
-            f"After the ablation the output is {'still' if effect.exact_after else 'no longer'} the {task} answer.")
+            t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
+              task=task_label(task, lg)))
         rows = effect.top_rows()
-        chart(vh.top_k_bars(effect, lecture=view.lecture), "hl_topk", Export(
-            np.array([[r["Before"], r["After"]] for r in rows]), [r["Token"] for r in rows], ["before", "after"],
-            f"Top-5 next tokens before and after · {view.model_name}", view.text, "head-surgery-top5"))
+        chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
+            np.array([[r["Before"], r["After"]] for r in rows]), [r["Token"] for r in rows],
+            [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
+            t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
         return
     effect = cache.encoder_effect(view.model_name, view.device, view.text, picked, mode)
-    chart(vh.token_change_bars(effect, lecture=view.lecture), "hl_tokens", Export(
-        effect.token_change[None], ["1 - cos"], list(effect.tokens), f"Token change after ablation · {view.model_name}",
-        view.text, "head-surgery-token-change"))
-    figs = vh.before_after_heatmaps(effect, view.layer, view.head, lecture=view.lecture)
+    chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg), "hl_tokens", Export(
+        effect.token_change[None], ["1 - cos"], list(effect.tokens),
+        t("heads.surgery.token_change", lg, model=view.model_name), view.text, "head-surgery-token-change"))
+    figs = vh.before_after_heatmaps(effect, view.layer, view.head, lecture=view.lecture, lang=lg)
     for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
                                   (effect.attention_before, effect.attention_after)):
         with col:
             chart(fig, key, Export(att[view.layer, view.head], list(effect.tokens), list(effect.tokens),
-                                   f"{key[3:]} · {view.label}", view.text, f"head-surgery-{key[3:]}"))
-    if st.toggle("Rank heads by effect (every head ablated alone)", key="hl_rank"):
+                                   f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
+                                   f"head-surgery-{key[3:]}"))
+    if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
         grid = cache.rank_heads(view.model_name, view.device, view.text, mode)
-        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture), "hl_effect", Export(
-            grid.sentence_change, *axes(grid.sentence_change), "Effect of ablating each head (1 - cos)", view.text,
+        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
+            grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
-        st.dataframe(grid.rows()[:12], hide_index=True, key="hl_effect_table")
+        st.dataframe(rename_columns(grid.rows()[:12], lg), hide_index=True, key="hl_effect_table")
 
 
 def beyond_weights(view: View) -> None:
+    lg = view.lang
+    where = layer_head(view.layer, view.head, lg)
     vn = cache.value_norms(view.model_name, view.device, view.text)
-    st.caption(vh.NOTES["norms"])
-    figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture)
+    st.caption(vh.note("norms", lg))
+    figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
     for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
         with col:
             chart(fig, key, Export(m[view.layer, view.head], list(vn.tokens), list(vn.tokens),
-                                   f"{key[3:]} · {view.label}", view.text, f"value-{key[3:]}"))
+                                   f"{t(f'heads.beyond.{key[3:]}', lg)} · {where}", view.text, f"value-{key[3:]}"))
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
-    chart(vh.special_share_scatter(vn, lecture=view.lecture), "hl_special", Export(
-        share, [f"Layer {i // vn.weights.shape[1]} Head {i % vn.weights.shape[1]}" for i in range(len(share))],
-        ["weight share on specials", "norm share on specials"], "Specials: weight vs norm", view.text,
-        "special-shares"))
+    H = vn.weights.shape[1]
+    chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg), "hl_special", Export(
+        share, [t("ex.metrics.row", lg, layer=i // H, head=i % H) for i in range(len(share))],
+        [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
+        view.text, "special-shares"))
     try:
         fr = cache.attention_flow(view.model_name, view.device, view.text, view.token)
     except InputError as exc:
-        st.info(str(exc))
+        input_error(exc, lg)
     else:
-        chart(vh.flow_bars(fr, lecture=view.lecture), "hl_flow", Export(
-            np.stack([fr.rollout, fr.flow]), ["rollout", "flow"], list(fr.tokens), "Rollout and attention flow",
-            view.text, "attention-flow"))
-        st.caption(vh.NOTES["flow"])
+        chart(vh.flow_bars(fr, lecture=view.lecture, lang=lg), "hl_flow", Export(
+            np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lg), t("heads.viz.flow", lg)], list(fr.tokens),
+            t("heads.beyond.flow", lg), view.text, "attention-flow"))
+        st.caption(vh.note("flow", lg))
     if view.model.config.is_encoder_decoder:
-        lens = cache.logit_lens(view.device, view.text, st.radio("Task", TASKS, horizontal=True, key="hl_lens_task"),
-                                int(st.number_input("Decoding step", 0, 64, 0, key="hl_lens_step")))
-        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture), "hl_lens", Export(
+        task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
+                        format_func=lambda x: task_label(x, lg))
+        lens = cache.logit_lens(view.device, view.text, task,
+                                int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")))
+        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
             lens.top_probs, list(lens.layers), [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
-            "Logit lens: top-k per decoder layer", view.text, "logit-lens"))
-        st.caption(vh.NOTES["lens"])
+            t("heads.beyond.lens", lg), view.text, "logit-lens"))
+        st.caption(vh.note("lens", lg))
     else:
-        st.info("The logit lens reads a decoder: choose seq2seq-tiny in the sidebar to see it.")
+        st.info(t("heads.beyond.no_lens", lg))
 
 
 def atlas(view: View) -> None:
+    lg = view.lang
     at = cache.head_atlas(view.model_name, view.device,
                           **({"task": "copy"} if view.model.config.is_encoder_decoder else {}))
     idx = at.top_label_index().astype(float)
-    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture), "hl_atlas", Export(
-        idx, *axes(idx), "Head atlas: top label per head (index into the labels)", filename="head-atlas"))
-    st.markdown(f"**Best examples of {view.label}**")
-    st.dataframe(at.examples(view.layer, view.head), hide_index=True, key="hl_examples")
+    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_atlas", Export(
+        idx, *axes(idx, lg), t("heads.atlas.export", lg), filename="head-atlas"))
+    st.markdown(t("heads.atlas.best", lg, where=layer_head(view.layer, view.head, lg)))
+    examples = at.examples(view.layer, view.head)
+    if lg != "en":
+        examples = [{**r, "Label": t(f"heads.atlas.{r['Label']}", lg)} for r in examples]
+    st.dataframe(rename_columns(examples, lg), hide_index=True, key="hl_examples")
     c1, c2 = st.columns(2)
-    c1.download_button("Atlas as CSV", lambda: at.to_csv(), f"{view.model_name}-head-atlas.csv", "text/csv",
+    c1.download_button(t("heads.atlas.csv", lg), lambda: at.to_csv(), f"{view.model_name}-head-atlas.csv", "text/csv",
                        key="hl_atlas_csv")
-    c2.download_button("Atlas as JSON", lambda: json.dumps(at.to_json_dict(), ensure_ascii=False), f"{view.model_name}-head-atlas.json",
-                       "application/json", key="hl_atlas_json")
+    c2.download_button(t("heads.atlas.json", lg), lambda: json.dumps(at.to_json_dict(), ensure_ascii=False),
+                       f"{view.model_name}-head-atlas.json", "application/json", key="hl_atlas_json")

@@ -94,21 +94,23 @@ def _verdict(qid: str, guess: int, answer: int, labels: list[str], detail: str, 
 
 
 def attend_question(view: View, layer: int, head: int, weights: np.ndarray, rows: list[str], cols: list[str],
-                    lg: str) -> bool:
-    """(a) Where will the sidebar's query token attend in this layer and head? weights (n, m) = the model's A."""
-    i = min(view.token, len(rows) - 1)
-    row = np.asarray(weights[i])
+                    lg: str, *, row: int | None = None, tag: tuple = ()) -> bool:
+    """(a) Where will the sidebar's query token attend in this layer and head? weights (n, m) = the model's A.
+    `row`: the query's row of `weights` when it is not the sidebar's token index (the explorer hides or merges
+    tokens); `tag`: what else makes the question different (the explorer's block and options)."""
+    i = min(view.token if row is None else row, len(rows) - 1)
+    w = np.asarray(weights[i])  # the query's row of A
     labels = [f"{j}: {c}" for j, c in enumerate(cols)]
-    answer = int(row.argmax())
-    qid = _qid("attend", view.model_name, view.text, layer, head, i)
+    answer = int(w.argmax())
+    qid = _qid("attend", view.model_name, view.text, layer, head, i, *tag)
     question = t("quiz.attend.q", lg, token=md_escape(rows[i]), layer=layer, head=head)
     guess = _ask(qid, question, labels, answer, lg)
     if guess is None:
         return False
     _verdict(qid, guess, answer, labels, t("quiz.attend.detail", lg, guess=md_escape(labels[guess]),
-                                            value=float(row[guess]), rank=rank_of(row, guess), n=len(row),
-                                            best=float(row[answer])), lg)
-    st.plotly_chart(vt.ranked_bars(row, cols, highlight=guess, answer=answer, lecture=view.lecture,
+                                            value=float(w[guess]), rank=rank_of(w, guess), n=len(w),
+                                            best=float(w[answer])), lg)
+    st.plotly_chart(vt.ranked_bars(w, cols, highlight=guess, answer=answer, lecture=view.lecture,
                                    title=t("quiz.attend.fig", lg, layer=layer, head=head),
                                    ylabel=t("quiz.weight", lg)), key=f"{qid}_fig")
     return True

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.decoding import DecodingRun
+from i18n import t
 from model.data import TASKS
 from viz import seq2seq as vs
 
@@ -13,80 +14,73 @@ from .state import View, md_escape
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
-TASK_HELP = {"copy": "copy: output = input tokens (cross-attention: a diagonal)",
-             "reverse": "reverse: input tokens backwards (an anti-diagonal)",
-             "swap": "swap: neighbours trade places, x2 x1 x4 x3 … (a zig-zag)"}
-
-
-def controls(model) -> tuple[str, bool, int, int | str]:
-    """Task, teacher forcing, decoder layer and head ("mean" = mean of heads)."""
+def controls(model, lang: str = "en") -> tuple[str, bool, int, int | str]:
+    """Task, teacher forcing, decoder layer and head ("mean" = mean of heads); the values never depend on `lang`."""
+    lg = lang
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
-    task = c1.radio("Task", TASKS, horizontal=True, key="task", format_func=str.capitalize,
-                    help="\n\n".join(TASK_HELP.values()))
-    teacher = c2.toggle("Teacher forcing (training view)", key="teacher_forcing",
-                        help="Off: greedy decoding, each output fed back in (inference). On: the whole correct "
-                             "target, shifted right, in one pass (training).")
+    task = c1.radio(t("s2s.task", lg), TASKS, horizontal=True, key="task",
+                    format_func=lambda x: t(f"s2s.task.{x}", lg), help="\n\n".join(t(f"s2s.task_help.{x}", lg) for x in TASKS))
+    teacher = c2.toggle(t("s2s.teacher", lg), key="teacher_forcing", help=t("s2s.teacher_help", lg))
     n_layers, n_heads = model.config.n_decoder_layers, model.config.n_heads
-    layer = c3.selectbox("Decoder layer", range(n_layers), index=n_layers - 1, key="s2s_layer")
-    head = c4.selectbox("Head", ["mean", *range(n_heads)], key="s2s_head",
-                        format_func=lambda h: "mean of heads" if h == "mean" else f"Head {h}")
+    layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
+                         format_func=str if lg == "en" else (lambda i: t("s2s.layer_n", lg, i=i)))
+    head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",
+                        format_func=lambda h: t("s2s.head_mean", lg) if h == "mean" else t("s2s.head_n", lg, i=h))
     return task, teacher, layer, head
 
 
-def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str]) -> None:
+def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str], lang: str = "en") -> None:
+    lg = lang
     if run.truncated:
-        st.warning(f"The text has {run.n_tokens_untruncated - 2:,} tokens; {MODEL} reads only the first "
-                   f"{len(run.source_tokens) - 2} (its limit).", icon="⚠️")
+        st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - 2, model=MODEL, k=len(run.source_tokens) - 2),
+                   icon="⚠️")
     if unknown_words:
-        st.info(f"Unknown to this model's vocabulary, so shown as `<unk>` (it still moves them): "
-                f"{', '.join(md_escape(w) for w in unknown_words)}")
-    st.markdown("**Source** (the task token first, `<eos>` last)")
+        st.info(t("s2s.unknown", lg, words=", ".join(md_escape(w) for w in unknown_words)))
+    st.markdown(t("s2s.source", lg))
     st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
-    st.markdown(f"**{'Teacher-forced target (correct tokens)' if teacher else 'Greedy output'}**")
+    st.markdown(t("s2s.teacher_target" if teacher else "s2s.greedy_output", lg))
     st.code(" ".join(run.output_tokens), language=None, wrap_lines=True)
     if teacher:
         return
     if run.correct:
-        st.success(f"Correct: the output is the {task} of the source tokens.", icon="✅")
+        st.success(t("s2s.correct", lg, task=task if lg == "en" else t(f"s2s.task.{task}", lg)), icon="✅")
     else:
-        st.warning("Not the task's exact answer. Expected:", icon="✖️")
+        st.warning(t("s2s.expected", lg), icon="✖️")
         st.code(" ".join(run.expected), language=None, wrap_lines=True)
 
 
-def step_slider(run: DecodingRun) -> int:
+def step_slider(run: DecodingRun, lang: str = "en") -> int:
     n_steps, ss = len(run.steps), st.session_state
     if not isinstance(ss.get("step"), int) or not 1 <= ss["step"] <= n_steps:
         ss["step"] = min(max(ss.get("step", 1) if isinstance(ss.get("step"), int) else 1, 1), n_steps)
     if n_steps == 1:
-        st.caption("One decoding step.")
+        st.caption(t("s2s.one_step", lang))
         return 1
-    return st.slider("Decoding step", 1, n_steps, key="step",
-                     help="Step t feeds the t tokens so far into the decoder and emits the next one.")
+    return st.slider(t("s2s.step", lang), 1, n_steps, key="step", help=t("s2s.step_help", lang))
 
 
 def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str, teacher: bool) -> None:
-    s = run.steps[step - 1]
-    st.markdown(f"**Step {step} of {len(run.steps)}**: decoder input ({len(s.inputs)} tokens)")
+    s, lg = run.steps[step - 1], view.lang
+    st.markdown(t("s2s.step_of", lg, i=step, n=len(run.steps), k=len(s.inputs)))
     st.code(" ".join(s.inputs) + f"   →   {s.chosen}", language=None, wrap_lines=True)
-    title = f"{MODEL} · {run.task} · {vs.head_name(layer, head)}"
+    title = f"{MODEL} · {run.task} · {vs.head_name(layer, head, lg)}"
     name = f"seq2seq-{run.task}"
     left, right = st.columns(2)
     with left:
         fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
-                                                             lecture=view.lecture)
-        chart(fig, "s2s_self", Export(mat, labels, labels, f"Decoder self-attention · {title}", view.text,
+                                                             lecture=view.lecture, lang=lg)
+        chart(fig, "s2s_self", Export(mat, labels, labels, t("s2s.fig.self", lg, where=title), view.text,
                                       f"{name}-decoder-self-step{step}", heatmap=dict(masked=blocked, vmin=0, vmax=1)))
     with right:
-        fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture)
-        chart(fig, "s2s_cross", Export(cmat, rows, run.source_tokens, f"Cross-attention · {title}", view.text,
+        fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg)
+        chart(fig, "s2s_cross", Export(cmat, rows, run.source_tokens, t("s2s.fig.cross", lg, where=title), view.text,
                                        f"{name}-cross-step{step}", heatmap=dict(
-                                           vmin=0, vmax=1, xlabel="source", ylabel="decoder input")))
+                                           vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lg),
+                                           ylabel=t("s2s.axis.input", lg))))
     left, right = st.columns(2)
-    left.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture), key="s2s_row")
+    left.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg), key="s2s_row")
     with right:
         probs, prow, pcol = vs.topk_table(run)
-        chart(vs.topk_figure(run, step, lecture=view.lecture), "s2s_topk", Export(
-            probs, prow, pcol, f"Top-5 next tokens · {MODEL}", view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
-    st.caption("Grey ✕ cells are blocked by the look-ahead mask (a position may not see later ones). The red outline "
-               "marks this step's row. In teacher forcing, every row is computed at once from the correct target; "
-               "in greedy decoding each step runs the decoder again on its own earlier outputs.")
+        chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg), "s2s_topk", Export(
+            probs, prow, pcol, t("s2s.export.topk", lg, model=MODEL), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
+    st.caption(t("s2s.figures_caption", lg))

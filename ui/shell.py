@@ -27,7 +27,7 @@ import streamlit as st
 import torch
 
 from analysis.explore import default_token
-from i18n import LANG_NAMES, LANGS, pick_lang, t
+from i18n import LANG_NAMES, LANGS, catalogue, pick_lang, t
 from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
@@ -48,7 +48,8 @@ PAGES = [  # (file, title, icon, default)
 # the favicon is a file the server itself serves: a :material/: page icon makes the browser fetch it from a CDN (the
 # menu's material icons use the font bundled with Streamlit), and an emoji needs an emoji font the machine may lack
 PAGE_ICON = str(Path(__file__).resolve().parents[1] / "assets" / "icon.png")
-TITLED = {"explorer", "positional", "masks", "steps", "seq2seq", "tour"}  # page titles in the catalogue
+TITLED = {"explorer", "positional", "masks", "steps", "seq2seq", "tour"}  # page titles in the catalogue (page.<stem>)
+TITLE_KEYS = {"heads": "heads.page"}  # page titles in a catalogue part
 _VIEW: contextvars.ContextVar[View] = contextvars.ContextVar("headlight_view")
 RUN_MS_KEY = "_hl_run_ms"  # server-side ms of this session's last page run (read by bench/bench_app.py)
 
@@ -91,8 +92,8 @@ def run() -> None:
     configure_process()
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
     lang = pick_lang(st.session_state.get(s.K_LANG), st.query_params.get(s.K_LANG))
-    page = st.navigation([st.Page(path, title=t(f"page.{Path(path).stem}", lang) if Path(path).stem in TITLED
-                                  else title, icon=icon, default=default) for path, title, icon, default in PAGES])
+    page = st.navigation([st.Page(path, title=page_title(path, title, lang), icon=icon, default=default)
+                          for path, title, icon, default in PAGES])
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -111,6 +112,20 @@ def run() -> None:
         logging.getLogger("headlight").exception("page %s failed", page.title)
         st.error(t("shell.error", lang, kind=type(exc).__name__), icon="⚠️")
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
+
+
+def page_title(path: str, title: str, lang: str) -> str:
+    """A page's title in the interface language (the English title when the catalogue has none)."""
+    stem = Path(path).stem
+    if stem in TITLED:
+        return t(f"page.{stem}", lang)
+    return t(TITLE_KEYS[stem], lang) if stem in TITLE_KEYS else title
+
+
+def model_label(name: str, lang: str) -> str:
+    """The model picker's label: the registry's (English) label, or its translation."""
+    key = f"shell.model.{name}"
+    return get_spec(name).label if lang == "en" or key not in catalogue(lang) else t(key, lang)
 
 
 def sidebar() -> View:
@@ -139,9 +154,10 @@ def sidebar() -> View:
                  placeholder=t("sidebar.examples_placeholder", lang))
     text = sb.text_area(t("sidebar.sentence", lang), key=s.K_TEXT, max_chars=s.MAX_TEXT_CHARS, height=110, **on,
                         help=t("sidebar.sentence_help", lang))
-    sb.selectbox(t("sidebar.model", lang), models, key=s.K_MODEL, format_func=lambda n: get_spec(n).label, **on,
+    sb.selectbox(t("sidebar.model", lang), models, key=s.K_MODEL, format_func=lambda n: model_label(n, lang), **on,
                  help=t("sidebar.model_help", lang))
     sb.selectbox(t("sidebar.device", lang), s.device_choices(), key=s.K_DEVICE, **on,
+                 format_func=lambda d: t("shell.device_auto", lang) if d == "auto" else d,
                  help=t("sidebar.device_help", lang))
     lecture = sb.toggle(t("sidebar.lecture", lang), key=s.K_LECTURE, help=t("sidebar.lecture_help", lang))
 
@@ -174,7 +190,7 @@ def sidebar() -> View:
     if s.K_BLOCK in pending:
         raw = pending.pop(s.K_BLOCK)
         if raw not in blocks:
-            url_notices.append(f"Attention block {s.show_value(raw)} does not exist for {model_name}; using encoder.")
+            url_notices.append(t("shell.url.block", lang, value=s.show_value(raw), model=model_name))
             raw = "encoder"
         ss[s.K_BLOCK] = raw
     if len(blocks) > 1:

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from i18n import LANGS
+from i18n import LANGS, pick_lang, t
 from model import DEFAULT_MODEL, get_spec, list_models
 from model.device import available_devices
 from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES
@@ -125,11 +125,11 @@ def read_url() -> None:
     ss[URL_DONE] = True
     qp = st.query_params
     notices: list[str] = []
+    lg = pick_lang(qp.get(K_LANG))  # the notices below are in the link's language
     text = qp.get(K_TEXT)
     if text is not None:
         if len(text) > MAX_TEXT_CHARS:
-            notices.append(f"The link's text has {len(text):,} characters (the limit is {MAX_TEXT_CHARS:,}); "
-                           "showing the default sentence instead.")
+            notices.append(t("shell.url.text_long", lg, n=len(text), limit=MAX_TEXT_CHARS))
             text = DEFAULT_TEXT
         ss[K_TEXT] = text
     name = qp.get(K_MODEL)
@@ -137,22 +137,22 @@ def read_url() -> None:
         if name in available_models():
             ss[K_MODEL] = name
         else:
-            notices.append(f"Unknown model {show_value(name)} in the link; using {DEFAULT_MODEL}. "
-                           f"Models: {', '.join(available_models())}.")
+            notices.append(t("shell.url.model", lg, value=show_value(name), default=DEFAULT_MODEL,
+                             models=", ".join(available_models())))
             ss[K_MODEL] = DEFAULT_MODEL
     dev = qp.get(K_DEVICE)
     if dev is not None:
         if dev in device_choices():
             ss[K_DEVICE] = dev
         else:
-            notices.append(f"Device {show_value(dev)} is not available here; using auto.")
+            notices.append(t("shell.url.device", lg, value=show_value(dev)))
             ss[K_DEVICE] = "auto"
     lang = qp.get(K_LANG)
     if lang is not None:
         if lang in LANGS:
             ss[K_LANG] = lang
         else:
-            notices.append(f"Language {show_value(lang)} is not available; using English. Languages: {', '.join(LANGS)}.")
+            notices.append(t("shell.url.lang", lg, value=show_value(lang), langs=", ".join(LANGS)))
             ss[K_LANG] = "en"
     lec = qp.get(K_LECTURE)
     if lec is not None:
@@ -171,7 +171,8 @@ def safe_callback(fn):
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the boundary for callbacks
             logging.getLogger("headlight").exception("callback %s failed", fn.__name__)
-            st.session_state[CALLBACK_ERROR] = f"That action failed ({type(exc).__name__}); the view is unchanged."
+            st.session_state[CALLBACK_ERROR] = t("shell.callback_error", pick_lang(st.session_state.get(K_LANG)),
+                                                 kind=type(exc).__name__)
     return wrapper
 
 
@@ -215,14 +216,16 @@ def clamp_choice(key: str, n: int, label: str, notices: list[str], pending: dict
     ss = st.session_state
     if key in pending:
         raw = pending.pop(key)
+        lg = pick_lang(ss.get(K_LANG))
+        word = t(f"shell.unit.{label}", lg) if label in ("layer", "head", "token") else label
         try:
             val = int(str(raw).strip())
         except ValueError:
-            notices.append(f"The link's {label} {show_value(raw)} is not a whole number; using {label} {default}.")
+            notices.append(t("shell.url.not_int", lg, label=word, value=show_value(raw), default=default))
             val = default
         if not 0 <= val < n:
-            notices.append(f"{label.capitalize()} {val} from the link does not exist (this view has {label}s "
-                           f"0-{n - 1}); using {label} {default}.")
+            notices.append(t("shell.url.out_of_range", lg, Label=word[:1].upper() + word[1:], label=word, value=val,
+                             max=n - 1, default=default))
             val = default
         ss[key] = val
     cur = ss.get(key)

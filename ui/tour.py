@@ -20,7 +20,6 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from analysis import stages as stage_fns
 from i18n import pick_lang, t
 from model.data import TASKS
 from model.trace import AttentionTrace
@@ -28,7 +27,7 @@ from viz import seq2seq as vs
 from viz import tour as vt
 from viz.heatmap import heatmap
 from viz.positional import embedding_triptych
-from viz.steps import build_stages, stage_figure
+from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
 from . import cache, quiz
@@ -157,9 +156,7 @@ class _Ctx:
 
 def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) -> dict:
     """analysis.stages.sublayer_steps through the shared byte-bounded cache."""
-    return cache.cached(("sublayers", name, device, text, block, layer), lambda: stage_fns.sublayer_steps(
-        cache.get_model(name, device), cache.get_trace(name, device, text), block, layer),
-        "Reading this layer from the model…")
+    return cache.sublayer_steps(name, device, text, block, layer)
 
 
 def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
@@ -204,16 +201,14 @@ def _stage_chart(ctx: _Ctx, stage, name: str) -> None:
     view = ctx.view
     if stage.trivial and stage.key == "mask":
         st.info(t("tour.mask.none", ctx.lg))
-    chart(stage_figure(stage, lecture=view.lecture), f"tour_{name}_{stage.key}", Export(
+    chart(stage_figure(stage, lecture=view.lecture, lang=ctx.lg), f"tour_{name}_{stage.key}", Export(
         stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {ctx.where} · {stage.title} ({stage.shape})",
         view.text, f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}",
         heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
                      xlabel=stage.xlabel, ylabel=stage.ylabel)))
 
 
-AXES = {"concat dimension": "tour.axis.concat_dim", "dimension": "tour.axis.dim", "head dimension": "tour.axis.head_dim",
-        "key": "tour.axis.key", "model dimension": "tour.axis.model_dim", "query": "tour.axis.query",
-        "source token": "tour.axis.source_token", "token": "tour.axis.token"}
+AXES = AXIS_KEYS  # stage axis labels -> catalogue keys (viz.steps)
 
 
 def localise(stage, lg: str, head: int):
@@ -287,37 +282,24 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
     sub = sublayer_steps(view.model_name, view.device, view.text, "encoder", ctx.layer)
     d = sub["norm1"].shape[1]
-    dims = [str(j) for j in range(d)]
-
-    def mat(name: str, m: np.ndarray, title: str, cols=None) -> None:
-        fig = heatmap(m, tokens, cols or [str(j) for j in range(m.shape[1])], title=title, colorscale="RdBu_r",
-                      zmid=0.0, xlabel=t("tour.axis.dim", lg), ylabel=t("tour.axis.token", lg),
-                      lecture=view.lecture, max_side=256)
-        chart(fig, f"tour_{key}_{name}", Export(m, tokens, cols or [str(j) for j in range(m.shape[1])], title,
-                                                view.text, f"{view.model_name}-L{ctx.layer}-{name}"))
-
     if key == "add_norm":
-        norm = "norm1"
-        mat("sum", sub[f"{norm}_sum"], t("tour.add_norm.sum_fig", lg, n=len(tokens), d=d), dims)
-        st.plotly_chart(vt.per_token_bars({t("tour.add_norm.mean", lg): sub[f"mean_{norm}"],
-                                           t("tour.add_norm.var", lg): sub[f"var_{norm}"]}, tokens,
-                                          title=t("tour.add_norm.stats_fig", lg), lecture=view.lecture),
-                        key="tour_add_norm_stats")
-        st.plotly_chart(vt.per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"], "β (beta)": sub[f"beta_{norm}"]},
-                                         title=t("tour.add_norm.gb_fig", lg), xlabel=t("tour.axis.dim", lg),
-                                         lecture=view.lecture), key="tour_add_norm_gb")
-        mat("norm", sub[norm], t("tour.add_norm.norm_fig", lg, eps=float(sub[f"eps_{norm}"])), dims)
-        return
-    act = getattr(view.model.config, "activation", "relu").upper()
-    st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
-    mat("pre", sub["ffn_pre"], t("tour.ffn.pre_fig", lg, n=len(tokens), f=sub["ffn_pre"].shape[1]))
-    mat("act", sub["ffn_act"], t("tour.ffn.act_fig", lg, act=act))
-    last = "norm3" if "norm3" in sub else "norm2"
-    mat("out", sub[last], t("tour.ffn.out_fig", lg, layer=ctx.layer))
-    hidden = ctx.trace.encoder_hidden_states
-    if hidden is not None:
-        diff = float(np.abs(sub[last] - hidden[ctx.layer + 1]).max())
-        (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=ctx.layer))
+        figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=len(tokens), d=d),
+                                   lang=lg, lecture=view.lecture)
+    else:
+        act = getattr(view.model.config, "activation", "relu").upper()
+        st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+        figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
+    for name, (fig, m) in figs.items():
+        if m is None:
+            st.plotly_chart(fig, key=f"tour_{key}_{name}")
+        else:
+            title = fig.layout.title.text
+            chart(fig, f"tour_{key}_{name}", Export(m, tokens, [str(j) for j in range(m.shape[1])], title,
+                                                    view.text, f"{view.model_name}-L{ctx.layer}-{name}"))
+    if key == "ffn":
+        diff = vt.layer_output_check(sub, ctx.trace.encoder_hidden_states, ctx.layer)
+        if diff is not None:
+            (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=ctx.layer))
 
 
 # ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------

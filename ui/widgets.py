@@ -1,4 +1,5 @@
-"""The one widget that draws a figure with its Export popover: PNG / SVG / PDF (matplotlib, slide quality) and CSV.
+"""The one widget that draws a figure with its Export popover: PNG / SVG / PDF (matplotlib, slide quality) and CSV;
+plus the small language helpers the pages share (the session's language, localised lazy tabs, table headers).
 
 Exports are lazy: nothing is rendered with matplotlib, and no CSV is made, until the user opens the popover and
 picks a format; a rerun never pays for them.
@@ -6,16 +7,81 @@ picks a format; a rerun never pays for them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
+from i18n import LANGS, pick_lang, t
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
 
 PLOTLY_CONFIG = {"displaylogo": False}
+LANG_KEY = "lang"  # the sidebar's language widget (ui.state.K_LANG)
+
+
+def session_lang() -> str:
+    """The interface language of this session ("en" | "ko"): the sidebar's choice, else English."""
+    try:
+        return pick_lang(st.session_state.get(LANG_KEY))
+    except Exception:  # noqa: BLE001 - outside a Streamlit run (plain unit tests)
+        return "en"
+
+
+def layer_head(layer: int, head: int, lang: str) -> str:
+    """'Layer 3 · Head 1' in the interface language (counted from 0)."""
+    return t("widgets.layer_head", lang, layer=layer, head=head)
+
+
+def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):
+    """st.tabs with labels `t(name, lang)` for each catalogue key in `names`. The tab state (the open tab's LABEL)
+    survives a change of language: a label of another language becomes the same tab in this one, and any other
+    value falls back to the first tab. The same is done for a tab bound to the URL."""
+    labels = [t(n, lang) for n in names]
+    ss = st.session_state
+
+    def fix(value):
+        if value is None or value in labels:
+            return value
+        for other in LANGS:
+            others = [t(n, other) for n in names]
+            if value in others:
+                return labels[others.index(value)]
+        return labels[0]
+
+    if kwargs.get("bind") == "query-params":
+        raw = st.query_params.get(key)
+        fixed = fix(raw)
+        if fixed != raw:
+            st.query_params[key] = fixed
+            if key in ss:
+                ss[key] = fixed
+    if key in ss:
+        fixed = fix(ss[key])
+        if fixed != ss[key]:
+            ss[key] = fixed
+    return st.tabs(labels, key=key, **kwargs)
+
+
+def rename_columns(rows: list[dict], lang: str, names: dict[str, str] | None = None) -> list[dict]:
+    """Table rows with their headers translated (English: unchanged). `names` maps a header to a catalogue key;
+    the shared headers (Layer, Head, Rank, ...) are known; other headers stay as they are."""
+    if lang == "en" or not rows:
+        return rows
+    known = {**COLUMNS, **(names or {})}
+    new = {k: t(known[k], lang) if k in known else k for k in rows[0]}
+    return [{new.get(k, k): v for k, v in r.items()} for r in rows]
+
+
+COLUMNS = {
+    "Layer": "widgets.col.layer", "Head": "widgets.col.head", "Rank": "widgets.col.rank",
+    "Position": "widgets.col.position", "Weight": "widgets.col.weight", "Token": "widgets.col.token",
+    "Most attended": "widgets.col.most_attended", "Change": "widgets.col.change", "Flipped": "widgets.col.flipped",
+    "Sentence": "widgets.col.sentence", "Label": "widgets.col.label", "Score": "widgets.col.score",
+    "Head name": "widgets.col.head_name", "Sentence embedding 1 - cos": "widgets.col.sentence_change",
+    "Mean token 1 - cos": "widgets.col.token_change", "Most changed token": "widgets.col.most_changed",
+}
 
 
 @dataclass
@@ -35,8 +101,12 @@ class Export:
     def figure(self):
         if self.make_figure is not None:
             return self.make_figure()
-        return heatmap_figure(self.matrix, self.rows, self.cols, title=self.title, subtitle=self.subtitle,
-                              **(self.heatmap or {}))
+        kw = dict(self.heatmap or {})
+        lg = session_lang()
+        if lg != "en":  # heatmap_figure's default axis titles ("key", "query") in the interface language
+            kw.setdefault("xlabel", t("ex.axis.key", lg))
+            kw.setdefault("ylabel", t("ex.axis.query", lg))
+        return heatmap_figure(self.matrix, self.rows, self.cols, title=self.title, subtitle=self.subtitle, **kw)
 
 
 def slug(s: str) -> str:
@@ -47,19 +117,20 @@ def export_popover(key: str, export: Export, fig=None) -> None:
     """PNG / SVG / PDF (matplotlib), CSV, and, for a plotly figure, a standalone interactive HTML file that opens
     offline (plotly.js embedded; built only when clicked)."""
     name = slug(export.filename)
-    with st.popover("⤓ Export", help="Download this figure for slides, or its numbers"):
-        fmt = st.radio("Format", [*FORMATS, "csv", *(["html"] if fig is not None else [])], horizontal=True,
-                       key=f"{key}-fmt", index=None)
+    lg = session_lang()
+    with st.popover(t("export.button", lg), help=t("export.help", lg)):
+        fmt = st.radio(t("export.format", lg), [*FORMATS, "csv", *(["html"] if fig is not None else [])],
+                       horizontal=True, key=f"{key}-fmt", index=None)
         if fmt == "html":
-            st.download_button("Download HTML", lambda: figure_html(fig, title=export.title or export.filename),
-                               f"{name}.html", HTML_MIME, key=f"{key}-html",
-                               help="An interactive chart that opens in any browser without a server or internet.")
+            st.download_button(t("export.download", lg, fmt="HTML"),
+                               lambda: figure_html(fig, title=export.title or export.filename),
+                               f"{name}.html", HTML_MIME, key=f"{key}-html", help=t("widgets.html_help", lg))
         elif fmt == "csv":
-            st.download_button("Download CSV", matrix_csv(export.matrix, export.rows, export.cols), f"{name}.csv",
-                               "text/csv", key=f"{key}-csv")
+            st.download_button(t("export.download", lg, fmt="CSV"), matrix_csv(export.matrix, export.rows, export.cols),
+                               f"{name}.csv", "text/csv", key=f"{key}-csv")
         elif fmt:
-            st.download_button(f"Download {fmt.upper()}", figure_bytes(export.figure(), fmt), f"{name}.{fmt}",
-                               FORMATS[fmt], key=f"{key}-{fmt}")
+            st.download_button(t("export.download", lg, fmt=fmt.upper()), figure_bytes(export.figure(), fmt),
+                               f"{name}.{fmt}", FORMATS[fmt], key=f"{key}-{fmt}")
 
 
 def chart(fig, key: str, export: Export | None = None, **kwargs):

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t as tr
+
 from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba
 
 COLORSCALE = "Viridis"
@@ -56,7 +58,8 @@ def mosaic(att: np.ndarray, size: int = 24, gap: int = 1, normalise: bool = True
 # ---- all heads -------------------------------------------------------------------------------------------------------
 def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lecture: bool = False,
                 size: int = 24, metric: np.ndarray | None = None, metric_label: str = "",
-                head_names: list[str] | None = None, title: str = "", thumbs: tuple | None = None) -> go.Figure:
+                head_names: list[str] | None = None, title: str = "", thumbs: tuple | None = None,
+                lang: str = "en") -> go.Figure:
     """All layers x heads in one figure: pooled thumbnails (`thumbs` = a precomputed `mosaic(att, size)`), or one
     cell per head coloured by `metric` (L, H)."""
     L, H = att.shape[:2] if metric is None else np.shape(metric)
@@ -72,11 +75,12 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
         sy = sx = 1
         heat = dict(type="heatmap", z=metric, colorscale="Magma", texttemplate="%{z:.2f}", hoverinfo="skip",
                     colorbar=dict(title=dict(text=esc(metric_label))))
-    heads = head_names or [f"Head {h}" for h in range(H)]
+    heads = head_names or [tr("ex.head_n", lang, i=h) for h in range(H)]
     ll, hh = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")  # (L, H) each
     # customdata as plain lists (not a typed array): a clicked point then reports [layer, head, (value)] as a list
     custom = [[int(layer), int(h)] for layer, h in zip(ll.ravel(), hh.ravel())]
-    hover = "Layer %{customdata[0]} · " + ("%{text}" if head_names else "Head %{customdata[1]}")
+    hover = (tr("widgets.col.layer", lang) + " %{customdata[0]} · "
+             + ("%{text}" if head_names else tr("widgets.col.head", lang) + " %{customdata[1]}"))
     if metric is not None:
         for row, v in zip(custom, metric.ravel()):
             row.append(round(float(v), 4) if np.isfinite(v) else None)
@@ -93,7 +97,8 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
     layout["xaxis"] = dict(tickvals=[h * sx + cx for h in range(H)], ticktext=[esc(x) for x in heads], side="top",
                            showgrid=False, zeroline=False, tickfont=dict(size=max(9, fs - 2)))
     layout["yaxis"] = dict(tickvals=[layer * sy + cy for layer in range(L)],
-                           ticktext=[f"Layer {i}" for i in range(L)], autorange="reversed", showgrid=False,
+                           ticktext=[tr("ex.layer_n", lang, i=i) for i in range(L)], autorange="reversed",
+                           showgrid=False,
                            zeroline=False)
     if selected is not None:
         sl, sh = selected
@@ -151,7 +156,7 @@ def token_view_layout(layer_att: np.ndarray, query: int, heads: list[int], *, to
 
 def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str], heads: list[int],
                *, lecture: bool = False, top_k: int | None = None, min_weight: float = 0.01,
-               title: str = "") -> go.Figure:
+               title: str = "", lang: str = "en") -> go.Figure:
     """Two columns of tokens; per head, lines from the query (left) to the keys (right) with opacity = weight.
     Lines are grouped per head into opacity buckets of 0.1 (one trace each), so a head is one legend entry."""
     lay = token_view_layout(layer_att, query, heads, top_k=top_k, min_weight=min_weight)
@@ -159,7 +164,7 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
     long_input = lay.sparse
     data: list[dict] = []
     for h in heads:
-        colour = head_colour(h)
+        colour, head_name = head_colour(h), tr("ex.head_n", lang, i=h)
         buckets: dict[float, tuple[list, list]] = {}
         for j, w in lines[h]:
             alpha = max(0.05, round(min(1.0, w) * 10) / 10)
@@ -168,14 +173,14 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
             ys += [ypos_r[query], ypos_k[j], None]
         for alpha, (xs, ys) in sorted(buckets.items()):
             data.append(dict(type="scatter", x=xs, y=ys, mode="lines", line=dict(color=rgba(colour, alpha), width=3),
-                             hoverinfo="skip", legendgroup=f"h{h}", name=f"Head {h}", showlegend=False))
+                             hoverinfo="skip", legendgroup=f"h{h}", name=head_name, showlegend=False))
         # the legend entry: the head's full colour (clicking it toggles all of the head's lines)
         data.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=rgba(colour, 1.0), width=4),
-                         legendgroup=f"h{h}", name=f"Head {h}", showlegend=True, hoverinfo="skip"))
+                         legendgroup=f"h{h}", name=head_name, showlegend=True, hoverinfo="skip"))
     fs = font_size(lecture)
     hover_k = []  # right column: each key's hover lists the weight from every shown head
     for j in keys:
-        parts = [f"Head {h}: {layer_att[h, query, j]:.3f}" for h in heads]
+        parts = [f"{tr('ex.head_n', lang, i=h)}: {layer_att[h, query, j]:.3f}" for h in heads]
         hover_k.append(f"{esc(row_tokens[query])} -> {esc(col_tokens[j])}<br>" + "<br>".join(parts))
     key_text = [(f"{j}: " if long_input else "") + esc(col_tokens[j], 24) for j in keys]  # positions when sparse
     data.append(dict(type="scatter", x=[1.0] * len(keys), y=[ypos_k[j] for j in keys], mode="text+markers",
@@ -191,7 +196,7 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
                      hoverinfo="skip", showlegend=False))
     height = int(min(1400, max(360, (span + 1) * (30 if lecture else 24) + 120)))
     layout = base_layout(lecture, height, title)
-    layout.update(hovermode="closest", dragmode=False, legend=dict(title=dict(text="heads (click to toggle)")),
+    layout.update(hovermode="closest", dragmode=False, legend=dict(title=dict(text=tr("ex.viz.legend", lang))),
                   xaxis=dict(range=[-0.6, 1.6], visible=False, fixedrange=True),
                   yaxis=dict(visible=False, fixedrange=True, range=[-span - 0.8, 0.8]))
     return figure(data, layout)
@@ -199,7 +204,7 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
 
 # ---- matplotlib twins for slide export -------------------------------------------------------------------------------
 def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitle: str = "",
-                    metric: np.ndarray | None = None, metric_label: str = ""):
+                    metric: np.ndarray | None = None, metric_label: str = "", lang: str = "en"):
     """All heads as one matplotlib figure (pooled thumbnails, or the metric per head)."""
     import matplotlib.pyplot as plt
 
@@ -212,15 +217,16 @@ def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitl
         img, t, u = mosaic(att, size=size)
         im = ax.imshow(np.ma.masked_invalid(img), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
         ax.set_xticks([h * (u + 1) + u / 2 - 0.5 for h in range(H)], [f"H{h}" for h in range(H)])
-        ax.set_yticks([layer * (t + 1) + t / 2 - 0.5 for layer in range(L)], [f"Layer {i}" for i in range(L)])
-        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label="weight / max of its head")
+        ax.set_yticks([layer * (t + 1) + t / 2 - 0.5 for layer in range(L)],
+                      [tr("ex.layer_n", lang, i=i) for i in range(L)])
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label=tr("ex.viz.thumb_scale", lang))
     else:
         im = ax.imshow(metric, cmap="magma", interpolation="nearest", aspect="auto")
         for (i, j), v in np.ndenumerate(metric):
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SLIDE_FONT["cell"], color="#7f7f7f")
         ax.set_xticks(range(H), [f"H{h}" for h in range(H)])
-        ax.set_yticks(range(L), [f"Layer {i}" for i in range(L)])
+        ax.set_yticks(range(L), [tr("ex.layer_n", lang, i=i) for i in range(L)])
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label=metric_label)
     ax.xaxis.tick_top()
     ax.set_title(title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else ""), fontsize=SLIDE_FONT["title"])
@@ -230,7 +236,7 @@ def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitl
 
 def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tokens: list[str],
                    heads: list[int], *, top_k: int | None = None, min_weight: float = 0.01, title: str = "",
-                   subtitle: str = ""):
+                   subtitle: str = "", lang: str = "en"):
     """The token view drawn with matplotlib: same lines, opacity = weight, one colour per head."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -249,7 +255,7 @@ def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col
                 color=HIGHLIGHT if i == query else "#222222", fontweight="bold" if i == query else "normal")
     for j in keys:
         ax.text(1.03, yk[j], short_label(col_tokens[j]), ha="left", va="center", fontsize=SLIDE_FONT["token"])
-    ax.legend(handles=[Line2D([0], [0], color=head_colour(h), lw=3, label=f"Head {h}") for h in heads],
+    ax.legend(handles=[Line2D([0], [0], color=head_colour(h), lw=3, label=tr("ex.head_n", lang, i=h)) for h in heads],
               loc="upper left", bbox_to_anchor=(1.25, 1.0), fontsize=SLIDE_FONT["legend"], frameon=False)
     ax.set_xlim(-0.5, 1.5)
     ax.set_ylim(-span - 0.8, 0.8)

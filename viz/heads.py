@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t as tr
+
 from .heatmap import axis_labels, heatmap
 from .theme import HIGHLIGHT, base_layout, cell_font_size, esc, figure, font_size
 
@@ -27,54 +29,43 @@ ATLAS_COLOURS = {  # one colour per top label (analysis.atlas.TOP_LABELS)
 }
 
 
-# Captions for the page (markdown), so that the explanation sits next to the code that draws the figure.
-NOTES = {
-    "pairs": (
-        "Each cell is one head: how much more the query token attends to candidate 1 than to candidate 2 in "
-        "sentence B, minus the same in sentence A. The table ranks heads by the size of that change; "
-        f"{FLIP_MARK} marks a head whose preference changes sign (by at least 0.03 on both sides: a head at "
-        "−0.001 / +0.001 has no preference to flip)."),
-    "norms": (
-        "A weight α says how much of a token's value vector a head takes; the vector itself can be short. "
-        "Kobayashi et al. (2020) measure what actually arrives, ‖α·f(x)‖ with f(x) = (x W_V + b_V) W_O. "
-        "[CLS] and [SEP] receive large weights but their transformed value vectors are short (on MiniLM about half "
-        "as long as other tokens', [CLS]'s about a tenth), so little arrives: attending to them is how a head does "
-        "(almost) nothing. Points below the diagonal are such heads."),
-    "flow": (
-        "Both follow attention through the layers with the residual connection (A' = ½·mean of heads + ½·I). "
-        "Rollout multiplies the layers' matrices, so small weights shrink with depth; attention flow (Abnar & "
-        "Zuidema 2020) treats the layers as a network of pipes and computes the maximum flow from each input token "
-        "to the chosen token, limited by the narrowest cut; shown normalised to sum to 1 (hover: the raw flow)."),
-    "surgery": (
-        "Ablation happens inside the model's forward, on the chosen heads' outputs before Concat and W_O "
-        "(zero: the head contributes nothing; mean: its output averaged over positions; keep: only the chosen "
-        "heads of their layer remain). Layers before the first ablated one are unchanged; the effect is the "
-        "cosine change of each token's final hidden state and of the mean-pooled sentence embedding."),
-    "lens": (
-        "Each decoder layer's output (already normalised by the layer's Add & Norm) read through the model's final "
-        "linear layer and softmax: the layer where the answer first ranks first is where it appears."),
-}
+# Captions for the page (markdown), in the catalogue (i18n/*.explorer.json, keys heads.note.*); English here
+NOTES = {k: tr(f"heads.note.{k}", "en") for k in ("pairs", "norms", "flow", "surgery", "lens")}
 
 
-def _head_axes(L: int, H: int) -> tuple[list[str], list[str]]:
-    return [f"Layer {la}" for la in range(L)], [f"Head {h}" for h in range(H)]
+def note(key: str, lang: str = "en") -> str:
+    """A caption of NOTES in the interface language."""
+    return NOTES[key] if lang == "en" else tr(f"heads.note.{key}", lang)
+
+
+def _head_axes(L: int, H: int, lang: str = "en") -> tuple[list[str], list[str]]:
+    return [tr("ex.layer_n", lang, i=la) for la in range(L)], [tr("ex.head_n", lang, i=h) for h in range(H)]
+
+
+def _mode(mode: str, lang: str) -> str:
+    """An ablation mode (zero / mean / keep) as the figure titles write it."""
+    return esc(mode) if lang == "en" else tr(f"heads.mode.{mode}", lang)
+
+
+def _lh(layer: int, head: int, lang: str) -> str:
+    return tr("widgets.layer_head", lang, layer=layer, head=head)
 
 
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
-              zmax: float | None = None, lecture: bool = False) -> go.Figure:
+              zmax: float | None = None, lecture: bool = False, lang: str = "en") -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
     `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined."""
     v = np.asarray(values, dtype=np.float32)
     L, H = v.shape
-    rows, cols = _head_axes(L, H)
+    rows, cols = _head_axes(L, H, lang)
     if diverging:
         m = zmax or (float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0) or 1.0
         kw = dict(colorscale="RdBu", zmin=-m, zmax=m, zmid=0.0)
     else:
         kw = dict(colorscale="Viridis", zmin=0.0, zmax=zmax)
-    fig = heatmap(v, rows, cols, title=title, xlabel="head", ylabel="layer", colorbar_title=colorbar_title,
-                  lecture=lecture, height=max(260, 40 * L + 150), text_auto=v.size <= 144,
+    fig = heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
+                  colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150), text_auto=v.size <= 144,
                   hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", **kw)
     shapes = []
     if flipped is not None and np.any(flipped):
@@ -102,49 +93,55 @@ def _fit(fig: go.Figure) -> go.Figure:
 
 
 # ---- minimal pairs --------------------------------------------------------------------------------------------------
-def change_grid(pair, *, lecture: bool = False) -> go.Figure:
+def change_grid(pair, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Layer x head grid of the change in w(c1) - w(c2) (B - A), flipped heads marked."""
     q, c1, c2 = (esc(x, 20) for x in pair.labels)
-    return head_grid(pair.change, flipped=pair.flipped, lecture=lecture, colorbar_title="Δ",
-                     title=f"Change (B − A) of w({c1}) − w({c2}) from “{q}”; {FLIP_MARK} = preference flips")
+    return head_grid(pair.change, flipped=pair.flipped, lecture=lecture, colorbar_title="Δ", lang=lang,
+                     title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK))
 
 
-def ranked_table(pair, top: int | None = None) -> list[dict]:
-    """Rows of the ranked table: 'Layer 3 · Head 1' first, the change, the flip mark, then the weights."""
+def ranked_table(pair, top: int | None = None, lang: str = "en") -> list[dict]:
+    """Rows of the ranked table: 'Layer 3 · Head 1' first, the change, the flip mark, then the weights (the
+    headers stay English: the page translates them)."""
     out = []
     for r in pair.rows(top):
-        row = {"Rank": r["Rank"], "Head": r["Head name"], "Change": r["Change"],
-               "Flipped": f"{FLIP_MARK} flipped" if r["Flipped"] else ""}
+        row = {"Rank": r["Rank"], "Head": r["Head name"] if lang == "en" else _lh(r["Layer"], r["Head"], lang),
+               "Change": r["Change"],
+               "Flipped": f"{FLIP_MARK} {tr('heads.viz.flipped', lang)}" if r["Flipped"] else ""}
         row.update({k: v for k, v in r.items() if k.startswith(("A:", "B:"))})
         out.append(row)
     return out
 
 
-def delta_heatmap(dmap, *, lecture: bool = False) -> go.Figure:
+def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """B − A attention of one head on the aligned tokens; tokens that differ are marked with *; NaN (a token in one
     sentence only) shows as a grey ✕."""
     labels = [f"*{t}" if ch else t for t, ch in zip(dmap.labels, dmap.changed)]
     d = np.asarray(dmap.delta, dtype=np.float32)
     m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
-    return _fit(heatmap(d, labels, labels, title=f"B − A, Layer {dmap.layer} · Head {dmap.head} (* = token differs)",
+    return _fit(heatmap(d, labels, labels, title=tr("heads.viz.delta", lang, where=_lh(dmap.layer, dmap.head, lang)),
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, masked=~np.isfinite(d),
-                   xlabel="key", ylabel="query", colorbar_title="Δ weight", lecture=lecture))
+                   xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang),
+                   colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture, lang=lang))
 
 
 # ---- value-weighted norms, flow -------------------------------------------------------------------------------------
-def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False) -> tuple[go.Figure, go.Figure]:
+def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
+                        lang: str = "en") -> tuple[go.Figure, go.Figure]:
     """(weights, norm shares) of one head, same tokens and colour range, to be laid out side by side."""
     w = vn.weights[layer, head]
     s = vn.norm_share[layer, head]
     hi = float(max(w.max(), s.max())) or 1.0
-    kw = dict(zmin=0.0, zmax=hi, xlabel="key", ylabel="query", lecture=lecture)
-    return (_fit(heatmap(w, vn.tokens, vn.tokens, title=f"Weights α, Layer {layer} · Head {head}",
+    kw = dict(zmin=0.0, zmax=hi, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
+              lang=lang)
+    where = _lh(layer, head, lang)
+    return (_fit(heatmap(w, vn.tokens, vn.tokens, title=tr("heads.viz.weights", lang, where=where),
                          colorbar_title="α", **kw)),
-            _fit(heatmap(s, vn.tokens, vn.tokens, title=f"‖α f(x)‖ (row share), Layer {layer} · Head {head}",
-                         colorbar_title="norm share", **kw)))
+            _fit(heatmap(s, vn.tokens, vn.tokens, title=tr("heads.viz.norms", lang, where=where),
+                         colorbar_title=tr("heads.viz.norm_share", lang), **kw)))
 
 
-def special_share_scatter(vn, *, lecture: bool = False) -> go.Figure:
+def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Per head: share of the weight (x) vs share of the norm (y) on special tokens; below the diagonal = the
     head looks at [CLS]/[SEP] but takes little from them."""
     w, s = vn.special_weight_share, vn.special_norm_share
@@ -155,81 +152,90 @@ def special_share_scatter(vn, *, lecture: bool = False) -> go.Figure:
              hoverinfo="skip", showlegend=False),
         dict(type="scatter", x=w.ravel().tolist(), y=s.ravel().tolist(), mode="markers", text=names,
              marker=dict(size=9 if not lecture else 13, color=[la for la in range(L) for _ in range(H)],
-                         colorscale="Viridis", colorbar=dict(title=dict(text="layer"), thickness=12)),
-             hovertemplate="%{text}<br>weight on specials %{x:.2f}<br>norm share on specials %{y:.2f}<extra></extra>",
-             showlegend=False),
+                         colorscale="Viridis", colorbar=dict(title=dict(text=tr("heads.viz.layer", lang)),
+                                                             thickness=12)),
+             hovertemplate=f"%{{text}}<br>{tr('heads.viz.weight_on_specials', lang)} %{{x:.2f}}<br>"
+                           f"{tr('heads.viz.norm_on_specials', lang)} %{{y:.2f}}<extra></extra>", showlegend=False),
     ]
-    layout = base_layout(lecture, 420, "Share on [CLS]/[SEP]: weight vs value-weighted norm, per head")
-    layout.update(xaxis=dict(title=dict(text="share of weight"), range=[0, 1.02]),
-                  yaxis=dict(title=dict(text="share of norm"), range=[0, 1.02]))
+    layout = base_layout(lecture, 420, tr("heads.viz.special_title", lang))
+    layout.update(xaxis=dict(title=dict(text=tr("heads.viz.share_weight", lang)), range=[0, 1.02]),
+                  yaxis=dict(title=dict(text=tr("heads.viz.share_norm", lang)), range=[0, 1.02]))
     return _fit(figure(data, layout))
 
 
-def flow_bars(fr, *, lecture: bool = False) -> go.Figure:
+def flow_bars(fr, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Rollout and attention flow (normalised to sum to 1) into output token `fr.token`, per input token."""
     x = axis_labels(list(fr.tokens))
     share = np.asarray(fr.flow) / max(float(np.sum(fr.flow)), 1e-12)
-    data = [dict(type="bar", x=x, y=np.asarray(fr.rollout).tolist(), name="rollout", marker=dict(color="#4e79a7"),
-                 hovertemplate="%{x}: rollout %{y:.3f}<extra></extra>"),
-            dict(type="bar", x=x, y=share.tolist(), name="flow (share)", marker=dict(color="#f28e2b"),
-                 customdata=np.asarray(fr.flow).tolist(),
-                 hovertemplate="%{x}: flow %{customdata:.3f}, share %{y:.3f}<extra></extra>")]
-    layout = base_layout(lecture, 380, f"Into “{esc(fr.tokens[fr.token], 20)}” after the last layer: "
-                                      "rollout vs attention flow")
-    layout.update(barmode="group", xaxis=dict(type="category", title=dict(text="input token")),
-                  yaxis=dict(title=dict(text="share")), legend=dict(orientation="h", y=1.08))
+    rollout, flow = tr("heads.viz.rollout", lang), tr("heads.viz.flow", lang)
+    data = [dict(type="bar", x=x, y=np.asarray(fr.rollout).tolist(), name=rollout, marker=dict(color="#4e79a7"),
+                 hovertemplate=f"%{{x}}: {rollout} %{{y:.3f}}<extra></extra>"),
+            dict(type="bar", x=x, y=share.tolist(), name=tr("heads.viz.flow_share", lang),
+                 marker=dict(color="#f28e2b"), customdata=np.asarray(fr.flow).tolist(),
+                 hovertemplate=f"%{{x}}: {flow} %{{customdata:.3f}}, {tr('heads.viz.share', lang)} %{{y:.3f}}"
+                               "<extra></extra>")]
+    layout = base_layout(lecture, 380, tr("heads.viz.flow_title", lang, token=esc(fr.tokens[fr.token], 20)))
+    layout.update(barmode="group", xaxis=dict(type="category", title=dict(text=tr("heads.viz.input_token", lang))),
+                  yaxis=dict(title=dict(text=tr("heads.viz.share", lang))), legend=dict(orientation="h", y=1.08))
     return _fit(figure(data, layout))
 
 
 # ---- head surgery ---------------------------------------------------------------------------------------------------
-def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = False) -> go.Figure:
+def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
     v = grid.sentence_change if by == "sentence" else grid.token_change
-    what = "sentence embedding" if by == "sentence" else "mean token"
-    fig = head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos",
-                    title=f"Effect of ablating each head alone ({esc(grid.mode)}): 1 − cos of the {what}")
+    what = tr("heads.viz.what_sentence" if by == "sentence" else "heads.viz.what_token", lang)
+    fig = head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos", lang=lang,
+                    title=tr("heads.viz.effect", lang, mode=_mode(grid.mode, lang), what=what))
     if v.size <= 144:
         fig.update_traces(selector=0, texttemplate="%{z:.3f}")  # effects are small: 0.00 would hide them
     return fig
 
 
-def token_change_bars(effect, *, lecture: bool = False) -> go.Figure:
-    heads = ", ".join(f"L{r[-2]}·H{r[-1]}" for r in effect.heads) or "none"
+def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.Figure:
+    heads = ", ".join(f"L{r[-2]}·H{r[-1]}" for r in effect.heads) or tr("heads.viz.none", lang)
     data = [dict(type="bar", x=axis_labels(list(effect.tokens)), y=np.asarray(effect.token_change).tolist(),
                  marker=dict(color="#e15759"), hovertemplate="%{x}: 1 − cos %{y:.4f}<extra></extra>")]
-    layout = base_layout(lecture, 340, f"Change of each token's final hidden state ({esc(effect.mode)}: {heads}); "
-                                       f"sentence embedding 1 − cos = {effect.sentence_change:.4f}")
+    layout = base_layout(lecture, 340, tr("heads.viz.token_change", lang, mode=_mode(effect.mode, lang), heads=heads,
+                                          value=effect.sentence_change))
     layout.update(xaxis=dict(type="category"), yaxis=dict(title=dict(text="1 − cos")))
     return _fit(figure(data, layout))
 
 
-def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = False) -> tuple[go.Figure, go.Figure]:
+def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = False,
+                          lang: str = "en") -> tuple[go.Figure, go.Figure]:
     b, a = effect.attention_before[layer, head], effect.attention_after[layer, head]
-    kw = dict(zmin=0.0, zmax=1.0, xlabel="key", ylabel="query", lecture=lecture)
-    return (_fit(heatmap(b, effect.tokens, effect.tokens, title=f"Before, Layer {layer} · Head {head}", **kw)),
-            _fit(heatmap(a, effect.tokens, effect.tokens, title=f"After ablation, Layer {layer} · Head {head}", **kw)))
+    kw = dict(zmin=0.0, zmax=1.0, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
+              lang=lang)
+    where = _lh(layer, head, lang)
+    return (_fit(heatmap(b, effect.tokens, effect.tokens, title=tr("heads.viz.before", lang, where=where), **kw)),
+            _fit(heatmap(a, effect.tokens, effect.tokens, title=tr("heads.viz.after", lang, where=where), **kw)))
 
 
-def top_k_bars(deff, *, lecture: bool = False) -> go.Figure:
+def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Top-k next-token probabilities at the chosen step, before and after (same prefix)."""
     rows = deff.top_rows()
     x = axis_labels([r["Token"] for r in rows])
-    data = [dict(type="bar", x=x, y=[r["Before"] for r in rows], name="before", marker=dict(color="#4e79a7"),
-                 hovertemplate="%{x}: %{y:.4f} before<extra></extra>"),
-            dict(type="bar", x=x, y=[r["After"] for r in rows], name="after", marker=dict(color="#e15759"),
-                 hovertemplate="%{x}: %{y:.4f} after<extra></extra>")]
-    layout = base_layout(lecture, 340, f"Next token at step {deff.step}: top-5 before and after the ablation")
-    layout.update(barmode="group", xaxis=dict(type="category"), yaxis=dict(title=dict(text="probability"),
+    before, after = tr("heads.viz.before_word", lang), tr("heads.viz.after_word", lang)
+    data = [dict(type="bar", x=x, y=[r["Before"] for r in rows], name=before, marker=dict(color="#4e79a7"),
+                 hovertemplate=f"%{{x}}: %{{y:.4f}} {before}<extra></extra>"),
+            dict(type="bar", x=x, y=[r["After"] for r in rows], name=after, marker=dict(color="#e15759"),
+                 hovertemplate=f"%{{x}}: %{{y:.4f}} {after}<extra></extra>")]
+    layout = base_layout(lecture, 340, tr("heads.viz.top_k", lang, step=deff.step))
+    layout.update(barmode="group", xaxis=dict(type="category"),
+                  yaxis=dict(title=dict(text=tr("heads.viz.probability", lang)),
                                                                            range=[0, 1]))
     return _fit(figure(data, layout))
 
 
 # ---- atlas, logit lens ---------------------------------------------------------------------------------------------
-def atlas_grid(atlas, *, chosen=None, lecture: bool = False) -> go.Figure:
+def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Layer x head grid coloured by each head's top label; hover shows every score."""
     titles, names = atlas.label_titles, atlas.label_names
+    if lang != "en":
+        titles = {k: tr(f"heads.atlas.{k}", lang) for k in titles}
     idx = atlas.top_label_index()
     L, H = idx.shape
-    rows, cols = _head_axes(L, H)
+    rows, cols = _head_axes(L, H, lang)
     k = len(names)
     scale = []
     for i, lab in enumerate(names):  # a stepwise (categorical) colour scale over 0..k-1
@@ -246,8 +252,8 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False) -> go.Figure:
         data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=titles.get(lab, "mixed"),
                          marker=dict(symbol="square", size=12, color=ATLAS_COLOURS[lab],
                                      line=dict(color="#666", width=1))))
-    layout = base_layout(lecture, 40 * L + 220, f"Head atlas of {esc(atlas.model)}: each head's top label "
-                                                f"({len(atlas.sentences)} probe sentences)")
+    layout = base_layout(lecture, 40 * L + 220, tr("heads.viz.atlas", lang, model=esc(atlas.model),
+                                                   n=len(atlas.sentences)))
     layout.update(xaxis=dict(type="category", showgrid=False), showlegend=True,
                   yaxis=dict(type="category", autorange="reversed", showgrid=False),
                   legend=dict(orientation="h", y=-0.12, font=dict(size=font_size(lecture) - 1)),
@@ -255,7 +261,7 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False) -> go.Figure:
     return _fit(figure(data, layout))
 
 
-def logit_lens_heatmap(lens, *, lecture: bool = False) -> go.Figure:
+def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Rows = decoder layers, columns = rank 1..k; each cell shows the token and its probability."""
     p = np.asarray(lens.top_probs, dtype=np.float32)
     L, k = p.shape
@@ -265,7 +271,7 @@ def logit_lens_heatmap(lens, *, lecture: bool = False) -> go.Figure:
                  textfont=dict(size=cell_font_size(lecture)),
                  hovertemplate="%{y}, %{x}: %{text} (%{z:.3f})<extra></extra>",
                  colorbar=dict(title=dict(text="p"), thickness=14))]
-    layout = base_layout(lecture, 60 * L + 160, f"Logit lens at step {lens.step}: the model says "
-                                                f"“{esc(lens.answer, 20)}”; what each decoder layer would say")
+    layout = base_layout(lecture, 60 * L + 160, tr("heads.viz.lens", lang, step=lens.step,
+                                                   answer=esc(lens.answer, 20)))
     layout.update(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
     return _fit(figure(data, layout))

@@ -19,6 +19,8 @@ import warnings
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t as tr
+
 from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size
 
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
@@ -67,14 +69,13 @@ def pool_by(matrix: np.ndarray, fr: int, fc: int) -> np.ndarray:
         return np.nanmean(blocks, axis=(1, 3)).astype(np.float32)
 
 
-def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE) -> str | None:
+def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE, lang: str = "en") -> str | None:
     """A caption saying a matrix is shown downsampled, or None when it is shown as is."""
     fr, fc = budget_factors(shape, max_side)
     if fr * fc == 1:
         return None
-    return (f"The {shape[0]} × {shape[1]} matrix is shown averaged over blocks of {fr} × {fc} cells "
-            f"({math.ceil(shape[0] / fr)} × {math.ceil(shape[1] / fc)}) to keep the page fast; "
-            "the export buttons give the full numbers.")
+    return tr("ex.viz.pooling_note", lang, n=shape[0], m=shape[1], fr=fr, fc=fc, rn=math.ceil(shape[0] / fr),
+             cn=math.ceil(shape[1] / fc))
 
 
 def heatmap(
@@ -96,6 +97,7 @@ def heatmap(
     lecture: bool = False,
     colorbar_title: str = "",
     hover: str | None = None,  # a plotly hovertemplate; default "row %{y} / col %{x} / value"
+    lang: str = "en",  # interface language of the words the figure adds (the pooling note, row / col)
 ) -> go.Figure:
     """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
     (it may carry markup such as <sup>)."""
@@ -116,7 +118,8 @@ def heatmap(
     heat = dict(type="heatmap", z=z, x=cols, y=rows, colorscale=colorscale, hoverongaps=False,
                 zmin=zmin, zmax=zmax if zmax is not None or zmin is None or not finite.any() else float(z[finite].max()),
                 xgap=1 if z.shape[1] <= 40 else 0, ygap=1 if z.shape[0] <= 40 else 0,
-                hovertemplate=hover or f"{esc(ylabel) or 'row'} %{{y}}<br>{esc(xlabel) or 'col'} %{{x}}<br>"
+                hovertemplate=hover or f"{esc(ylabel) or tr('ex.viz.row', lang)} %{{y}}<br>"
+                                       f"{esc(xlabel) or tr('ex.viz.col', lang)} %{{x}}<br>"
                                        "%{z:.4g}<extra></extra>",
                 colorbar=dict(title=dict(text=esc(colorbar_title, 30)), thickness=14))
     if zmid is not None:
@@ -130,7 +133,7 @@ def heatmap(
         data.append(dict(type="scatter", x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="text",
                          text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
                          textfont=dict(color="#7a7a7a", size=cell_font_size(lecture) + 3)))
-    note = f" (shown averaged in {fr}×{fc} blocks)" if fr * fc > 1 else ""
+    note = tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""
     n = max(z.shape)
     tick = max(7, min(font_size(lecture), int(700 / max(n, 1))))
     layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))), title + note)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import t
+
 from .heatmap import heatmap
 from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure
 
@@ -16,50 +18,53 @@ MASK_SCALE = [[0.0, MASKED_BG], [0.5, MASKED_BG], [0.5, ALLOWED_COLOUR], [1.0, A
 
 
 def mask_heatmap(mask: np.ndarray, rows: list[str], cols: list[str], *, title: str, lecture: bool = False,
-                 xlabel: str = "key", ylabel: str = "query") -> go.Figure:
-    """A boolean mask: teal = may attend (1), grey = blocked (0)."""
+                 xlabel: str | None = None, ylabel: str | None = None, lang: str = "en") -> go.Figure:
+    """A boolean mask: teal = may attend (1), grey = blocked (0). Axis labels default to key / query in `lang`."""
     fig = heatmap(np.asarray(mask, dtype=np.float32), rows, cols, title=title, colorscale=MASK_SCALE, zmin=0, zmax=1,
-                  xlabel=xlabel, ylabel=ylabel, lecture=lecture, text_auto=np.asarray(mask).size <= 400)
-    fig.update_traces(texttemplate="%{z:.0f}", colorbar={"tickvals": [0.25, 0.75], "ticktext": ["blocked", "may attend"]},
+                  xlabel=t("masks.axis.key", lang) if xlabel is None else xlabel,
+                  ylabel=t("masks.axis.query", lang) if ylabel is None else ylabel, lecture=lecture, text_auto=np.asarray(mask).size <= 400,
+                  lang=lang)
+    fig.update_traces(texttemplate="%{z:.0f}", colorbar={"tickvals": [0.25, 0.75], "ticktext": [t("masks.blocked", lang), t("masks.may_attend", lang)]},
                       selector={"type": "heatmap"})
     return fig
 
 
-def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False) -> go.Figure:
+def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False,
+                       lang: str = "en") -> go.Figure:
     """The (b, n) padding mask of a batch, each cell labelled with its token."""
     b, n = mask.shape
     text = [[esc(t, 12) for t in row] for row in tokens]
     heat = dict(type="heatmap", z=mask.astype(np.float32), x=[str(j) for j in range(n)],
-                y=[f"sentence {i + 1}" for i in range(b)], text=text, texttemplate="%{text}",
+                y=[t("masks.sentence_n", lang, i=i + 1) for i in range(b)], text=text, texttemplate="%{text}",
                 textfont=dict(size=cell_font_size(lecture) + 1), colorscale=MASK_SCALE, zmin=0, zmax=1,
-                xgap=2, ygap=2, hovertemplate="%{y}, position %{x}: %{text}<extra></extra>",
-                colorbar=dict(tickvals=[0.25, 0.75], ticktext=["[PAD]: blocked", "real token"]))
-    layout = base_layout(lecture, 120 + 70 * b, "Padding mask of the batch (True = real token, may be attended to)")
-    layout.update(xaxis=dict(title=dict(text="position"), type="category"),
+                xgap=2, ygap=2, hovertemplate="%{y}, " + t("masks.axis.position", lang) + " %{x}: %{text}<extra></extra>",
+                colorbar=dict(tickvals=[0.25, 0.75], ticktext=[t("masks.pad_blocked", lang), t("masks.real_token", lang)]))
+    layout = base_layout(lecture, 120 + 70 * b, t("masks.fig.batch", lang))
+    layout.update(xaxis=dict(title=dict(text=t("masks.axis.position", lang)), type="category"),
                   yaxis=dict(autorange="reversed", type="category"))
     return figure([heat], layout)
 
 
-def with_row_sums(weights: np.ndarray, col_labels: list[str]) -> tuple[np.ndarray, list[str]]:
+def with_row_sums(weights: np.ndarray, col_labels: list[str], lang: str = "en") -> tuple[np.ndarray, list[str]]:
     """Append a 'Σ row' column to the weights: every entry should read 1.000."""
     w = np.asarray(weights, dtype=np.float64)
-    return np.concatenate([w, w.sum(axis=1, keepdims=True)], axis=1), [*col_labels, "Σ row"]
+    return np.concatenate([w, w.sum(axis=1, keepdims=True)], axis=1), [*col_labels, t("masks.row_sum", lang)]
 
 
 def stage_figures(stages: dict[str, np.ndarray], rows: list[str], cols: list[str], *, title: str,
-                  lecture: bool = False, max_side: int = 256) -> dict[str, go.Figure]:
+                  lecture: bool = False, max_side: int = 256, lang: str = "en") -> dict[str, go.Figure]:
     """Raw scores, masked scores (blocked = grey ✕, not a colour) and softmax weights with a row-sum column.
     `title` is plain text made by the page (model, layer, head), never user text: it may hold plotly's <sup>."""
     blocked = ~stages["mask"]
     lim = float(np.abs(stages["scaled"][~blocked]).max()) if (~blocked).any() else 1.0
-    w_sum, cols_sum = with_row_sums(stages["weights"], cols)
+    w_sum, cols_sum = with_row_sums(stages["weights"], cols, lang)
+    key, query = t("masks.axis.key", lang), t("masks.axis.query", lang)
     return {
-        "scores": heatmap(stages["scores"], rows, cols, title=f"Raw scores QKᵀ<br><sup>{title}</sup>", colorscale="RdBu_r",
-                          zmid=0, xlabel="key", ylabel="query", lecture=lecture, max_side=max_side),
+        "scores": heatmap(stages["scores"], rows, cols, title=t("masks.fig.scores", lang, title=title),
+                          colorscale="RdBu_r", zmid=0, xlabel=key, ylabel=query, lecture=lecture, max_side=max_side, lang=lang),
         "masked": heatmap(stages["scaled"], rows, cols, masked=blocked, colorscale="RdBu_r", zmin=-lim, zmax=lim,
-                          title=f"Scaled + masked: blocked = −∞ (grey ✕)<br><sup>{title}</sup>", xlabel="key",
-                          ylabel="query", lecture=lecture, max_side=max_side),
-        "weights": heatmap(w_sum, rows, cols_sum, zmin=0, zmax=1, xlabel="key", ylabel="query", lecture=lecture,
-                           max_side=max_side,
-                           title=f"Softmax weights, then Σ row<br><sup>{title}: blocked = exactly 0</sup>"),
+                          title=t("masks.fig.masked", lang, title=title), xlabel=key, ylabel=query, lecture=lecture,
+                          max_side=max_side, lang=lang),
+        "weights": heatmap(w_sum, rows, cols_sum, zmin=0, zmax=1, xlabel=key, ylabel=query, lecture=lecture,
+                           max_side=max_side, title=t("masks.fig.weights", lang, title=title), lang=lang),
     }

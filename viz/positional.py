@@ -17,6 +17,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from i18n import t
+
 from .heatmap import axis_labels, budget_factors, heatmap, pool_by
 from .theme import SLIDE_FONT, base_layout
 
@@ -27,13 +29,13 @@ def robust_limit(m: np.ndarray) -> float:
 
 
 def pe_heatmap(pe: np.ndarray, *, title: str = "", lecture: bool = False, max_side: int = 384,
-               lim: float = 1.0) -> go.Figure:
+               lim: float = 1.0, lang: str = "en") -> go.Figure:
     """A position table: positions down, dimensions across, colours over [-lim, lim] (sinusoidal: [-1, 1])."""
     n, d = pe.shape
     return heatmap(pe, [str(i) for i in range(n)], [str(j) for j in range(d)],
-                   title=title or f"Sinusoidal PE: {n} positions × {d} dims", colorscale="RdBu", zmin=-lim, zmax=lim,
-                   xlabel="dimension", ylabel="position", height=560, text_auto=False, lecture=lecture,
-                   max_side=max_side)
+                   title=title or t("pe.fig.table", lang, n=n, d=d), colorscale="RdBu", zmin=-lim, zmax=lim,
+                   xlabel=t("pe.axis.dim", lang), ylabel=t("pe.axis.position", lang), height=560, text_auto=False, lecture=lecture,
+                   max_side=max_side, lang=lang)
 
 
 def default_dims(d: int) -> list[int]:
@@ -43,7 +45,7 @@ def default_dims(d: int) -> list[int]:
     return sorted({min(max(p, 0), d - 1) for p in picks})
 
 
-def pe_curves(pe: np.ndarray, dims: list[int], *, lecture: bool = False) -> go.Figure:
+def pe_curves(pe: np.ndarray, dims: list[int], *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Selected columns of PE against position: even dims are sines, odd dims cosines."""
     n, d = pe.shape
     fig = go.Figure()
@@ -54,25 +56,26 @@ def pe_curves(pe: np.ndarray, dims: list[int], *, lecture: bool = False) -> go.F
             kind = "sin" if j % 2 == 0 else "cos"
             wavelength = 2 * np.pi * 10000 ** ((j - j % 2) / d)
             fig.add_trace(go.Scatter(x=x, y=pe[::step, j], mode="lines",
-                                     name=f"dim {j} ({kind}, wavelength {wavelength:,.1f})"))
-    fig.update_layout(**base_layout(lecture, 380, f"PE columns against position (d_model = {d})"),
-                      xaxis_title="position", yaxis_title="PE value", yaxis_range=[-1.1, 1.1],
+                                     name=t("pe.curve", lang, j=j, kind=kind, wl=wavelength)))
+    fig.update_layout(**base_layout(lecture, 380, t("pe.fig.curves", lang, d=d)),
+                      xaxis_title=t("pe.axis.position", lang), yaxis_title=t("pe.axis.value", lang), yaxis_range=[-1.1, 1.1],
                       legend={"orientation": "h", "y": -0.25})
     return fig
 
 
 def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, lecture: bool = False,
-                       max_side: int = 256) -> go.Figure:
+                       max_side: int = 256, lang: str = "en") -> go.Figure:
     n = sim.shape[0]
     labels = [str(i) for i in range(n)]
     kw = {"zmin": -1.0, "zmax": 1.0, "colorscale": "RdBu"} if cosine else {"colorscale": "Viridis"}
-    return heatmap(sim, labels, labels, title=title, xlabel="position", ylabel="position", height=520,
-                   text_auto=False, lecture=lecture, colorbar_title="cosine" if cosine else "dot product",
-                   max_side=max_side, **kw)
+    pos = t("pe.axis.position", lang)
+    return heatmap(sim, labels, labels, title=title, xlabel=pos, ylabel=pos, height=520, text_auto=False,
+                   lecture=lecture, colorbar_title=t("pe.colorbar.cosine" if cosine else "pe.colorbar.dot", lang),
+                   max_side=max_side, lang=lang, **kw)
 
 
 def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
-                       title: str = "", lecture: bool = False) -> go.Figure:
+                       title: str = "", lecture: bool = False, lang: str = "en") -> go.Figure:
     """X, PE and X + PE (and the token-type rows when the model has them) side by side, one row per token,
     on one symmetric colour scale so the addition can be read cell by cell."""
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
@@ -87,7 +90,7 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
     for c, m in enumerate(mats, start=1):
         fig.add_trace(go.Heatmap(z=m, y=rows, colorscale="RdBu", zmin=-lim, zmax=lim, zmid=0, showscale=c == len(mats),
                                  hovertemplate="%{y}<br>dim %{x}<br>%{z:.4f}<extra></extra>"), row=1, col=c)
-        fig.update_xaxes(title_text="dimension", row=1, col=c)
+        fig.update_xaxes(title_text=t("pe.axis.dim", lang), row=1, col=c)
     fig.update_yaxes(type="category", autorange="reversed", row=1, col=1)
     fig.update_layout(**base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))
     return fig
@@ -96,7 +99,7 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
 # ---- matplotlib figures for export (slides) ----------------------------------------------------------------
 
 
-def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = ""):
+def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = "", lang: str = "en"):
     """Matplotlib version of `pe_curves`, for PNG / SVG / PDF export."""
     import matplotlib.pyplot as plt
 
@@ -104,18 +107,19 @@ def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = ""):
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=150)
     for j in dims:
         if 0 <= j < d:
-            ax.plot(np.arange(n), pe[:, j], label=f"dim {j} ({'sin' if j % 2 == 0 else 'cos'})", linewidth=2)
-    ax.set_xlabel("position", fontsize=SLIDE_FONT["label"])
-    ax.set_ylabel("PE value", fontsize=SLIDE_FONT["label"])
+            ax.plot(np.arange(n), pe[:, j], label=t("pe.curve_short", lang, j=j, kind="sin" if j % 2 == 0 else "cos"),
+                    linewidth=2)
+    ax.set_xlabel(t("pe.axis.position", lang), fontsize=SLIDE_FONT["label"])
+    ax.set_ylabel(t("pe.axis.value", lang), fontsize=SLIDE_FONT["label"])
     ax.set_ylim(-1.1, 1.1)
     ax.legend(fontsize=SLIDE_FONT["token"], ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
-    ax.set_title(title or f"Sinusoidal PE columns (d_model = {d})", fontsize=SLIDE_FONT["title"])
+    ax.set_title(title or t("pe.fig.curves_export", lang, d=d), fontsize=SLIDE_FONT["title"])
     fig.tight_layout()
     return fig
 
 
 def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
-                    title: str = "", subtitle: str = ""):
+                    title: str = "", subtitle: str = "", lang: str = "en"):
     """Matplotlib version of `embedding_triptych`: X, PE, (token type), X + PE on one colour scale."""
     import matplotlib.pyplot as plt
 
@@ -132,7 +136,7 @@ def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: 
     for ax, k in zip(np.atleast_1d(axes), keys):
         im = ax.imshow(parts[k], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
         ax.set_title(labels.get(k, k), fontsize=SLIDE_FONT["label"])
-        ax.set_xlabel("dimension", fontsize=SLIDE_FONT["label"])
+        ax.set_xlabel(t("pe.axis.dim", lang), fontsize=SLIDE_FONT["label"])
     first = np.atleast_1d(axes)[0]
     first.set_yticks(range(0, n, step), [short_label(tokens[i]) for i in range(0, n, step)],
                      fontsize=max(6, min(12, 300 / max(n // step, 1))))

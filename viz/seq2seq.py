@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from analysis.decoding import TOP_K, DecodingRun
+from i18n import t
 
 from .heatmap import heatmap
 from .theme import base_layout, esc
@@ -21,35 +22,38 @@ def pick(att: np.ndarray, layer: int, head: int | str) -> np.ndarray:
     return a.mean(0) if head == "mean" else a[int(head)]
 
 
-def head_name(layer: int, head: int | str) -> str:
-    return f"Layer {layer} · " + ("mean of heads" if head == "mean" else f"Head {head}")
+def head_name(layer: int, head: int | str, lang: str = "en") -> str:
+    return t("s2s.layer_n", lang, i=layer) + " · " + (t("s2s.head_mean", lang) if head == "mean"
+                                                     else t("s2s.head_n", lang, i=head))
 
 
 def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                          lecture: bool = False) -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
+                          lecture: bool = False, lang: str = "en") -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
     """Decoder self-attention at `step` (1-based): (t x t), or all T rows when `full` (teacher forcing).
     Blocked cells (above the diagonal) are grey. Returns (figure, matrix, blocked, labels)."""
     s = run.steps[(len(run.steps) if full else step) - 1]
     m = pick(s.self_attention, layer, head)  # (t, t)
     blocked = ~np.tril(np.ones(m.shape, dtype=bool))  # look-ahead: position i may not see j > i
-    title = f"Decoder self-attention · {head_name(layer, head)}" + ("" if full else f" · step {step}")
-    fig = heatmap(m, s.inputs, s.inputs, title=title, zmin=0.0, zmax=1.0, masked=blocked, xlabel="key (earlier)",
-                  ylabel="query (decoder input)", lecture=lecture, colorbar_title="weight")
+    title = t("s2s.fig.self", lang, where=head_name(layer, head, lang)) + (
+        "" if full else " · " + t("s2s.step_n", lang, i=step))
+    fig = heatmap(m, s.inputs, s.inputs, title=title, zmin=0.0, zmax=1.0, masked=blocked,
+                  xlabel=t("s2s.axis.key_earlier", lang), ylabel=t("s2s.axis.query_input", lang), lecture=lecture,
+                  colorbar_title=t("s2s.axis.weight", lang), lang=lang)
     if full:
         _mark_row(fig, step - 1, m.shape[1])
     return fig, m, blocked, s.inputs
 
 
 def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                 lecture: bool = False) -> tuple[go.Figure, np.ndarray, list[str]]:
+                 lecture: bool = False, lang: str = "en") -> tuple[go.Figure, np.ndarray, list[str]]:
     """Cross-attention rows (target rows x source columns) of steps 1..step (all T in teacher forcing);
     the current step's row is outlined. Returns (figure, matrix, row labels)."""
     upto = len(run.steps) if full else step
     m = pick(run.cross_matrix(upto), layer, head)  # (upto, m)
     rows = run.steps[upto - 1].inputs
-    fig = heatmap(m, rows, run.source_tokens, title=f"Cross-attention · {head_name(layer, head)}", zmin=0.0,
-                  zmax=1.0, xlabel="source (encoder output)", ylabel="decoder input", lecture=lecture,
-                  colorbar_title="weight")
+    fig = heatmap(m, rows, run.source_tokens, title=t("s2s.fig.cross", lang, where=head_name(layer, head, lang)),
+                  zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang), ylabel=t("s2s.axis.input", lang),
+                  lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang)
     _mark_row(fig, step - 1, m.shape[1])
     return fig, m, rows
 
@@ -59,7 +63,8 @@ def _mark_row(fig: go.Figure, row: int, n_cols: int) -> None:
                   line={"color": "#e63946", "width": 3})
 
 
-def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, lecture: bool = False) -> go.Figure:
+def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, lecture: bool = False,
+                     lang: str = "en") -> go.Figure:
     """Bar chart: where the newest decoder token looks in the source at this step."""
     s = run.steps[step - 1]
     row = pick(s.cross_row, layer, head)  # (m,)
@@ -68,14 +73,14 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
     colours = ["#e63946" if i == best else "#4e79a7" for i in range(len(row))]
     fig = go.Figure(go.Bar(x=labels, y=row, marker_color=colours,
                            hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    title = f"Step {step}: {esc(s.inputs[-1], 16)} looks at the source (→ emits {esc(s.chosen, 16)})"
+    title = t("s2s.fig.row", lang, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16))
     fig.update_layout(**base_layout(lecture, 320, title))
-    fig.update_yaxes(range=[0, 1], title_text="weight")
+    fig.update_yaxes(range=[0, 1], title_text=t("s2s.axis.weight", lang))
     fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 8 else 0)
     return fig
 
 
-def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False) -> go.Figure:
+def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary)."""
     s = run.steps[step - 1]
     labels = [f"{esc(t, 20)}\u2009#{i + 1}" for i, t in enumerate(s.top_tokens)]
@@ -83,8 +88,8 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False) -> go.Fig
     fig = go.Figure(go.Bar(x=s.top_probs, y=labels, orientation="h", marker_color=colours,
                            text=[f"{p:.3f}" for p in s.top_probs], textposition="auto",
                            hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_layout(**base_layout(lecture, 300, f"Step {step}: top-{TOP_K} next tokens"))
-    fig.update_xaxes(range=[0, 1], title_text="probability")
+    fig.update_layout(**base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K)))
+    fig.update_xaxes(range=[0, 1], title_text=t("s2s.axis.probability", lang))
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
 

@@ -1,7 +1,8 @@
 """Small figures of the guided tour (no Streamlit here): the neuron view of one query-key pair (BertViz's neuron
 view: q, k, their elementwise product q ∘ k and its sum, which is the score S_ij = q · k in Q Kᵀ), a per-token bar
 pair (an Add & Norm's mean and variance), a per-dimension line pair (γ and β) and a labelled bar chart (quiz
-reveals). Every number comes from analysis.stages / analysis.decoding; these builders only draw. Titles and labels
+reveals); and the Add & Norm / Feed Forward figures of one layer (`add_norm_figures`, `ffn_figures`,
+`layer_output_check`), shared by the tour and the Step by step page. Every number comes from analysis.stages / analysis.decoding; these builders only draw. Titles and labels
 are passed in already translated; user-derived text goes through `esc()`.
 
 Shapes: k d_k, n tokens, d d_model.
@@ -13,6 +14,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from i18n import t
+
+from .heatmap import heatmap
 from .theme import HIGHLIGHT, base_layout, esc
 
 _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
@@ -80,3 +84,64 @@ def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None 
     fig.update_xaxes(type="category", tickangle=-60 if len(xs) > 8 else 0)
     fig.update_yaxes(title_text=esc(ylabel), range=[0, max(1e-6, float(v.max()) * 1.2)])
     return fig
+
+
+# ---- Add & Norm and Feed Forward (shared by the guided tour and the Step by step page) ---------------------------
+def token_matrix(m: np.ndarray, tokens: list[str], title: str, *, lang: str = "en", cols: list[str] | None = None,
+                 lecture: bool = False) -> go.Figure:
+    """One (n, d) or (n, f) matrix of the layer: tokens down, dimensions across, zero white."""
+    return heatmap(m, tokens, cols or [str(j) for j in range(m.shape[1])], title=title, colorscale="RdBu_r",
+                   zmid=0.0, xlabel=t("tour.axis.dim", lang), ylabel=t("tour.axis.token", lang), lecture=lecture,
+                   max_side=256, lang=lang)
+
+
+def add_norm_figures(sub: dict, norm: str, tokens: list[str], *, sum_title: str, lang: str = "en",
+                     lecture: bool = False) -> dict[str, tuple[go.Figure, np.ndarray | None]]:
+    """One Add & Norm of analysis.stages.sublayer_steps (`norm` = "norm1" / "norm2" / "norm3"), in order: the residual
+    sum, each token's mean and variance, γ and β, the normalised result. {name: (figure, matrix to export or None)}."""
+    s, y = sub[f"{norm}_sum"], sub[norm]
+    stats = per_token_bars({t("tour.add_norm.mean", lang): sub[f"mean_{norm}"],
+                            t("tour.add_norm.var", lang): sub[f"var_{norm}"]}, tokens,
+                           title=t("tour.add_norm.stats_fig", lang), lecture=lecture)
+    gb = per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"], "β (beta)": sub[f"beta_{norm}"]},
+                       title=t("tour.add_norm.gb_fig", lang), xlabel=t("tour.axis.dim", lang), lecture=lecture)
+    return {"sum": (token_matrix(s, tokens, sum_title, lang=lang, lecture=lecture), s), "stats": (stats, None),
+            "gb": (gb, None),
+            "norm": (token_matrix(y, tokens, t("tour.add_norm.norm_fig", lang, eps=float(sub[f"eps_{norm}"])),
+                                  lang=lang, lecture=lecture), y)}
+
+
+def ffn_figures(sub: dict, tokens: list[str], *, layer: int, act: str, lang: str = "en", weights: bool = False,
+                lecture: bool = False) -> dict[str, tuple[go.Figure, np.ndarray | None]]:
+    """The Feed Forward sublayer in order: (W_1,) x W_1 + b_1, the activation, (W_2,) and the layer output after
+    the last Add & Norm. {name: (figure, matrix to export)}; `weights` adds W_1 (d, f) and W_2 (f, d)."""
+    pre, hid = sub["ffn_pre"], sub["ffn_act"]
+    last = "norm3" if "norm3" in sub else "norm2"
+    out: dict[str, tuple[go.Figure, np.ndarray | None]] = {}
+
+    def weight(name: str) -> None:
+        w = sub[name]
+        rows = [str(j) for j in range(w.shape[0])]
+        out[name] = (heatmap(w, rows, [str(j) for j in range(w.shape[1])], colorscale="RdBu_r", zmid=0.0,
+                             title=f"{name} · {w.shape[0]} × {w.shape[1]}", xlabel=t("tour.axis.dim", lang),
+                             ylabel=t("tour.axis.dim", lang), lecture=lecture, max_side=256, lang=lang), w)
+
+    if weights:
+        weight("W_1")
+    out["pre"] = (token_matrix(pre, tokens, t("tour.ffn.pre_fig", lang, n=len(tokens), f=pre.shape[1]), lang=lang,
+                               lecture=lecture), pre)
+    out["act"] = (token_matrix(hid, tokens, t("tour.ffn.act_fig", lang, act=act), lang=lang, lecture=lecture), hid)
+    if weights:
+        weight("W_2")
+    out["out"] = (token_matrix(sub[last], tokens, t("tour.ffn.out_fig", lang, layer=layer), lang=lang,
+                               lecture=lecture), sub[last])
+    return out
+
+
+def layer_output_check(sub: dict, hidden: np.ndarray | None, layer: int) -> float | None:
+    """Largest difference between the layer output read here and the model's own output of `layer`
+    (hidden (L+1, n, d): the stack's hidden states); None when the trace has none."""
+    if hidden is None:
+        return None
+    last = "norm3" if "norm3" in sub else "norm2"
+    return float(np.abs(np.asarray(sub[last], dtype=np.float64) - hidden[layer + 1]).max())

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PE_TABS = ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
-STEP_TABS = ["1 · X and W_Q, W_K, W_V", "2 · Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
+STEP_TABS = ["1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
              "5 · Concat and W_O"]
 MASK_TABS = ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
 LAZY = {"app_pages/positional.py": ("pe_tab", PE_TABS), "app_pages/steps.py": ("steps_tab", STEP_TABS),

@@ -65,7 +65,7 @@ def test_english_tab_labels_unchanged():
     assert labs.PE_TABS == ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
     assert labs.MASK_TABS == ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
     assert [t(f"steps.tab.{n}") for n in step_tabs("encoder", False)][:5] == [
-        "1 · X and W_Q, W_K, W_V", "2 · Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
+        "1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
         "5 · Concat and W_O"]
 
 

@@ -98,3 +98,20 @@ def test_seq2seq_first_decoder_layer_has_no_vocabulary_tab():
     assert labels[5:] == DECODER_TABS
     open_tab(at, DECODER_TABS[3], "steps_tab")
     assert _check_diff(at, 0) < 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model,block", [("minilm-l6", "encoder"), ("seq2seq-tiny", "cross")])
+def test_layer_tabs_on_hostile_text(model, block):
+    """Every new tab on every hostile input of the suite (empty, HTML/script, Korean, emoji, RTL, control
+    characters): a message or the figures, never an exception or st.error."""
+    from apptest_support import HOSTILE
+
+    tabs = ENCODER_TABS if block == "encoder" else [*DECODER_TABS, VOCAB_TAB]
+    for name, text in HOSTILE.items():
+        at = _page(text=text, model=model, block=block, layer=(5 if model == "minilm-l6" else 1))
+        for tab in tabs:
+            open_tab(at, tab, "steps_tab")
+            assert_ok(at)
+            if text.strip():
+                assert charts(at) or at.info or at.warning, (name, tab)

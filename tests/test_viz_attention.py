@@ -141,3 +141,14 @@ def test_matplotlib_twins_render_png_and_svg():
     korean = figure_bytes(token_view_mpl(att[0], 1, ["그", "동물", "은", "너무", "피곤"], ["그", "동물", "은", "너무", "피곤"],
                                          [0], title="ko"), "png")
     assert len(korean) > 1000
+
+
+def test_long_numbered_axes_label_every_kth_index():
+    """A 384-dimension axis labels at most 16 indices (0, 32, 64, ...); word axes and short axes keep plotly's own."""
+    from viz.heatmap import heatmap, sparse_ticks
+
+    fig = heatmap(np.zeros((384, 32)), [str(i) for i in range(384)], [str(i) for i in range(32)])
+    assert list(fig.layout.yaxis.tickvals) == [str(i) for i in range(0, 384, 32)]
+    assert fig.layout.xaxis.tickvals is None
+    assert sparse_ticks(["the", "cat"] * 50) is None
+    assert len(fig.data[0].y) == 384  # every cell is still sent (and named on hover)

@@ -140,14 +140,15 @@ def heatmap(
                          text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
                          textfont=dict(color="#7a7a7a", size=cell_font_size(lecture) + 3)))
     note = tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""
-    n = max(z.shape)
+    xticks, yticks = sparse_ticks(cols), sparse_ticks(rows)
+    n = max(len(xticks or cols), len(yticks or rows))  # labels drawn on the longer axis
     tick = max(7, min(font_size(lecture), int(700 / max(n, 1))))
     layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))), title + note)
     layout.update(plot_bgcolor=MASKED_BG,
                   xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=-60 if len(cols) > 8 else 0,
-                             tickfont=dict(size=tick), showgrid=False, tickvals=sparse_ticks(cols)),
+                             tickfont=dict(size=tick), showgrid=False, tickvals=xticks),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
-                             tickfont=dict(size=tick), showgrid=False, tickvals=sparse_ticks(rows)))
+                             tickfont=dict(size=tick), showgrid=False, tickvals=yticks))
     for axis in ("xaxis", "yaxis"):
         if layout[axis]["tickvals"] is None:
             del layout[axis]["tickvals"]

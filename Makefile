@@ -27,8 +27,9 @@ dev: $(DEV_STAMP)
 # large freed buffers go back to the system (see ui/shell.py return_freed_memory)
 MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 
+# RUN_ARGS: extra streamlit options, e.g. RUN_ARGS="--server.fileWatcherType auto --server.runOnSave true" while editing
 run: $(STAMP)
-	$(MALLOC_ENV) $(PY) -m streamlit run app.py --server.port $(PORT)
+	$(MALLOC_ENV) $(PY) -m streamlit run app.py --server.port $(PORT) $(RUN_ARGS)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
 serve: $(STAMP)

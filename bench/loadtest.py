@@ -404,14 +404,18 @@ async def _sample_rss(pid: int | None, peak: list[int], stop: asyncio.Event) -> 
             pass
 
 
-async def run_scenario(args, host: str, port: int, pid: int | None) -> RunResult:
+async def run_scenario(args, host: str, port: int, pid: int | None, run: int = 0) -> RunResult:
+    """One lecture hall. Every run of every invocation types sentences the server has not seen (numbered from
+    (seed x 1000 + run) x 200), so a warm server's cache of results never answers for the model: `--seed` repeats
+    an invocation's sentences on purpose."""
     pages = PAGES if args.pages == "all" else (args.pages,)
     n = args.long or args.students
+    base = (args.seed * 1000 + run) * MAX_STUDENTS
     students = []
     for i in range(n):
-        text1 = long_text(i) if args.long else sentence(i)
-        students.append(Student(i, pages[i % len(pages)], text1, sentence(i, second=True)))
-    rng = random.Random(args.seed)
+        text1 = long_text(base + i) if args.long else sentence(base + i)
+        students.append(Student(i, pages[i % len(pages)], text1, sentence(base + i, second=True)))
+    rng = random.Random(args.seed * 1000 + run)
     delays = sorted(rng.uniform(0, args.ramp) for _ in students)
     rss0 = tree_rss_bytes(pid) if pid else 0
     cpu0 = tree_cpu_seconds(pid) if pid else 0.0
@@ -587,7 +591,8 @@ def parse_args(argv=None):
     p.add_argument("--pid", type=int, help="server process whose tree is measured (default: the port's listener)")
     p.add_argument("--max-seconds", type=float, help="hard cap per run (default ramp + 2 x timeout + 30)")
     p.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, help="numbers the students' sentences and start times (default: from the "
+                   "clock, so a warm server has seen none of them); printed, pass it again to repeat a test")
     p.add_argument("--label", default="", help="text for the table's first column")
     args = p.parse_args(argv)
     n = args.long or args.students
@@ -611,7 +616,10 @@ def main(argv=None) -> int:
     if args.long:
         what += ", distinct 512-token texts"
     label = args.label or (("cold, " if args.cold else "warm, ") + what)
-    print(f"# Headlight load test: {label}, {args.runs} run(s), {os.cpu_count()} CPUs", file=sys.stderr)
+    if args.seed is None:
+        args.seed = int(time.time()) % 10_000
+    print(f"# Headlight load test: {label}, {args.runs} run(s), {os.cpu_count()} CPUs, --seed {args.seed}",
+          file=sys.stderr)
     results: list[RunResult] = []
     log = Path(os.environ.get("TMPDIR", "/tmp")) / "headlight-loadtest-server.log"
     for k in range(args.runs):
@@ -626,7 +634,7 @@ def main(argv=None) -> int:
                           file=sys.stderr)
                     return 2
                 pid = args.pid or server_root_pid(port)
-            res = asyncio.run(run_scenario(args, host, port, pid))
+            res = asyncio.run(run_scenario(args, host, port, pid, k))
         finally:
             if proc is not None:
                 stop_server(proc)

@@ -183,3 +183,16 @@ def test_error_boundary_also_guards_reruns(monkeypatch):
     at.selectbox(key="head").set_value(2).run()
     assert not at.exception
     assert len(at.error) == 1 and "Something went wrong" in at.error[0].value
+
+
+def test_server_settings_for_a_lecture_hall():
+    """The settings `make run` serves with: no source-file watcher (with it, 0.20 s of server CPU per script run under
+    30 students, ~75 % of it watchdog and module-path mapping; off: 0.02 s), no post-run gc.collect(2), no
+    tracebacks to users."""
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert cfg["server"]["fileWatcherType"] == "none"
+    assert cfg["server"]["runOnSave"] is False
+    assert cfg["runner"]["postScriptGC"] is False
+    assert cfg["client"]["showErrorDetails"] == "none"

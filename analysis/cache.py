@@ -234,7 +234,8 @@ class ByteBudgetCache:
                     raise BudgetError(
                         f"This input needs about {_fmt_mb(size)} MB, more than the cache budget of "
                         f"{_fmt_mb(self._budget)} MB ({ENV_BUDGET}). Try a shorter text, or start the app with a "
-                        f"larger {ENV_BUDGET}.")
+                        f"larger {ENV_BUDGET}.", key="budget", need=_fmt_mb(size), budget=_fmt_mb(self._budget),
+                        env=ENV_BUDGET)
                 with self._lock:
                     self._insert(key, value, size)
                 return value

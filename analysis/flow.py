@@ -159,9 +159,10 @@ def attention_flow(att: np.ndarray, token: int, *, max_tokens: int = FLOW_MAX_TO
     n = a.shape[-1]
     if n > max_tokens:
         raise InputError(f"Attention flow is limited to {max_tokens} tokens (this input has {n}): it solves one "
-                         "max-flow problem per token and would take too long. Shorten the text, or use rollout.")
+                         "max-flow problem per token and would take too long. Shorten the text, or use rollout.",
+                         key="flow_too_long", limit=max_tokens, n=n)
     if not 0 <= token < n:
-        raise InputError(f"token index {token} is out of range 0..{n - 1}")
+        raise InputError(f"token index {token} is out of range 0..{n - 1}", key="token_outside", token=token, last=n - 1)
     out = np.zeros(n, dtype=np.float64)
     for j in range(n):
         cap, s, t = layered_capacity(a, j, token)

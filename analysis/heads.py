@@ -75,7 +75,7 @@ class EncoderInput:
 def encoder_input(model, text: str, **kw) -> EncoderInput:
     """Tokenize `text` as the model's encoder sees it (kw: e.g. task= for seq2seq-tiny)."""
     if not isinstance(text, str) or not text.strip():
-        raise InputError("The text is empty: type a sentence.")
+        raise InputError("The text is empty: type a sentence.", key="empty_text")
     enc = model.encode_source(text, **kw) if model.kind == "encoder-decoder" else model.tokenizer.encode(text)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
     type_ids = torch.tensor([enc.type_ids], dtype=torch.long, device=model.device) if model.kind == "encoder" else None
@@ -168,10 +168,12 @@ def locate(inp: EncoderInput, spec: TokenSpec, *, what: str, sentence: str) -> t
     n = len(inp.tokens)
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if not 0 <= int(spec) < n:
-            raise InputError(f"The {what} position {int(spec)} is outside sentence {sentence} (positions 0 to {n - 1}).")
+            raise InputError(f"The {what} position {int(spec)} is outside sentence {sentence} (positions 0 to {n - 1}).",
+                             key="position_outside", what=what, position=int(spec), sentence=sentence, last=n - 1)
         return (int(spec),)
     if not isinstance(spec, str) or not spec.strip():
-        raise InputError(f"Choose a {what}: a word of sentence {sentence} or a token position.")
+        raise InputError(f"Choose a {what}: a word of sentence {sentence} or a token position.", key="choose_token",
+                         what=what, sentence=sentence)
     s = _norm(spec)
     if s.isdigit():
         return locate(inp, int(s), what=what, sentence=sentence)
@@ -184,10 +186,12 @@ def locate(inp: EncoderInput, spec: TokenSpec, *, what: str, sentence: str) -> t
     shown = ", ".join(f"{i}:{t}" for i, t in enumerate(inp.tokens))
     if not hits:
         raise InputError(f"The {what} {spec.strip()!r} is not a token or word of sentence {sentence}. Its tokens "
-                         f"are {shown}. Type one of them, or its position.")
+                         f"are {shown}. Type one of them, or its position.", key="not_in_sentence", what=what,
+                         spec=repr(spec.strip()), sentence=sentence, tokens=shown)
     where = ", ".join(str(h[0]) for h in hits)
     raise InputError(f"The {what} {spec.strip()!r} occurs {len(hits)} times in sentence {sentence} (token "
-                     f"positions {where}): choose one by its position.")
+                     f"positions {where}): choose one by its position.", key="occurs_many", what=what,
+                     spec=repr(spec.strip()), n=len(hits), sentence=sentence, positions=where)
 
 
 def _weight_on(att: np.ndarray, query: tuple[int, ...], keys: tuple[int, ...]) -> np.ndarray:
@@ -290,7 +294,8 @@ def minimal_pair(model, text_a: str, text_b: str, query: TokenSpec = PRESET_QUER
     (its encoder is used). Raises InputError with a message for the user."""
     for name, text in (("first", text_a), ("second", text_b)):
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"The {name} sentence is empty: type both sentences of the pair.")
+            raise InputError(f"The {name} sentence is empty: type both sentences of the pair.", key="pair_empty",
+                             which=name)
     inp_a, inp_b = encoder_input(model, text_a, **encode_kw), encoder_input(model, text_b, **encode_kw)
     al = align_tokens(inp_a.tokens, inp_b.tokens)
 
@@ -302,16 +307,16 @@ def minimal_pair(model, text_a: str, text_b: str, query: TokenSpec = PRESET_QUER
             pb = al.to_b(pa[0])
             if pb is None:
                 raise InputError(f"The {what} at position {pa[0]} of sentence A has no counterpart in sentence B: "
-                                 "type it as a word instead.")
+                                 "type it as a word instead.", key="no_counterpart", what=what, position=pa[0])
             return pa, (pb,)
         return locate(inp_a, spec, what=what, sentence="A"), locate(inp_b, spec, what=what, sentence="B")
 
     if len(candidates) != 2:
-        raise InputError("Choose exactly two candidate keys.")
+        raise InputError("Choose exactly two candidate keys.", key="two_candidates")
     q = both(query, "query token")
     c1, c2 = both(candidates[0], "first candidate"), both(candidates[1], "second candidate")
     if set(c1[0]) & set(c2[0]) or set(c1[1]) & set(c2[1]):
-        raise InputError("The two candidates are the same token: choose two different keys.")
+        raise InputError("The two candidates are the same token: choose two different keys.", key="same_candidates")
     att_a = np.stack([_np(a[0]) for a in run_encoder(model, inp_a).self_attention])  # (L, H, N, N)
     att_b = np.stack([_np(a[0]) for a in run_encoder(model, inp_b).self_attention])
 
@@ -352,7 +357,8 @@ def heads_from_text(text: str) -> list[HeadRef]:
         blk, _, lh = item.rpartition(":")
         layer, dot, head = lh.partition(".")
         if not (dot and layer.isdigit() and head.isdigit()) or (blk and blk not in BLOCKS):
-            raise InputError(f"{item!r} is not a head: write layer.head, e.g. 3.1 (or cross:1.2).")
+            raise InputError(f"{item!r} is not a head: write layer.head, e.g. 3.1 (or cross:1.2).", key="not_a_head",
+                             item=repr(item))
         ref = (int(layer), int(head))
         out.append(ref if blk in ("", "encoder") else (blk, *ref))
     return list(dict.fromkeys(out))
@@ -368,7 +374,7 @@ def ablations_for(heads: Iterable[HeadRef], mode: str = "zero", *, block: str = 
     try:
         return {key: HeadAblation(tuple(sorted(hs)), mode) for key, hs in sorted(per.items())}
     except ValueError as e:
-        raise InputError(str(e)) from None
+        raise InputError(str(e), key="ablation_invalid", detail=e) from None
 
 
 def _check_heads(model, heads: Iterable[HeadRef], block: str) -> list[HeadRef]:
@@ -377,11 +383,13 @@ def _check_heads(model, heads: Iterable[HeadRef], block: str) -> list[HeadRef]:
         blk, layer, head = (block, *ref) if len(ref) == 2 else ref
         blocks = BLOCKS if model.kind == "encoder-decoder" else BLOCKS[:1]
         if blk not in blocks:
-            raise InputError(f"{model.name} has no {blk!r} attention; it has {', '.join(blocks)}.")
+            raise InputError(f"{model.name} has no {blk!r} attention; it has {', '.join(blocks)}.", key="no_block",
+                             model=model.name, block=repr(blk), blocks=", ".join(blocks))
         n_l, n_h = n_layers_heads(model, "encoder" if blk == "encoder" else "decoder")
         if not (0 <= layer < n_l and 0 <= head < n_h):
             raise InputError(f"There is no Layer {layer} · Head {head} in the {blk} of {model.name} "
-                             f"({n_l} layers x {n_h} heads).")
+                             f"({n_l} layers x {n_h} heads).", key="no_head", layer=layer, head=head, block=blk,
+                             model=model.name, layers=n_l, heads=n_h)
     return heads
 
 
@@ -525,7 +533,8 @@ def rank_heads_by_effect(model, text: str, mode: str = "zero", *,
     forward of up to `chunk` rows (automatic: by memory), row r ablating head r; `progress(fraction)` after each.
     `baseline`: a cached `encoder_run(model, text)`."""
     if mode not in ABLATION_LABELS:
-        raise InputError(f"unknown ablation {mode!r}; use one of {', '.join(ABLATION_LABELS)}")
+        raise InputError(f"unknown ablation {mode!r}; use one of {', '.join(ABLATION_LABELS)}", key="unknown_ablation",
+                         mode=repr(mode), modes=", ".join(ABLATION_LABELS))
     inp = encoder_input(model, text, **encode_kw)
     L, H = n_layers_heads(model, "encoder")
     n = len(inp)
@@ -610,7 +619,7 @@ def decoder_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero
     "decoder_self" or "cross"; (layer, head) means the encoder). The top-k at `step` are read from the model's
     logits after the normal run's prefix, with and without the ablation, so their difference is the ablation's."""
     if model.kind != "encoder-decoder":
-        raise InputError(f"{model.name} has no decoder: use encoder_effect.")
+        raise InputError(f"{model.name} has no decoder: use encoder_effect.", key="no_decoder", model=model.name)
     heads = _check_heads(model, heads, "encoder")
     abl = ablations_for(heads, mode)
     kw = {"task": task} if task is not None else {}
@@ -731,12 +740,14 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     """Greedy-decode, then read step `step` (0 = the first generated token) from every decoder layer's output
     through the model's final linear layer (`generator`) and softmax."""
     if model.kind != "encoder-decoder":
-        raise InputError(f"{model.name} has no decoder: the logit lens reads a decoder's layers.")
+        raise InputError(f"{model.name} has no decoder: the logit lens reads a decoder's layers.", key="lens_no_decoder",
+                         model=model.name)
     kw = {"task": task} if task is not None else {}
     tr = model.trace(text, ablations=ablations, **kw) if ablations else model.trace(text, **kw)
     dec_in = tr.target_ids
     if not 0 <= step < len(dec_in):
-        raise InputError(f"step {step} is outside the decoding (steps 0 to {len(dec_in) - 1}).")
+        raise InputError(f"step {step} is outside the decoding (steps 0 to {len(dec_in) - 1}).", key="step_outside",
+                         step=step, last=len(dec_in) - 1)
     src = torch.tensor([tr.source_ids], dtype=torch.long, device=model.device)
     tgt = torch.tensor([dec_in[: step + 1]], dtype=torch.long, device=model.device)
     with torch.inference_mode():

@@ -85,6 +85,28 @@ def t(key: str, lang: str = DEFAULT_LANG, /, **fmt) -> str:
     return msg.format(**fmt) if fmt else msg
 
 
+def error_message(exc: BaseException, lang: str = DEFAULT_LANG) -> str:
+    """An error for the user in `lang`. English: the error's own message. Other languages: the catalogue's
+    "error.<key>" for an error that names its message (model.errors.HeadlightError's `key` and `params`; a
+    parameter value that is itself a catalogue word, "error.value.<value>", is translated too), else the English
+    message after a lead-in in `lang` ("error.untranslated")."""
+    lang = normalise(lang)
+    text = str(exc)
+    if lang == DEFAULT_LANG:
+        return text
+    cat = catalogue(lang)
+    key = getattr(exc, "key", None)
+    params = getattr(exc, "params", None) or {}
+    msg = cat.get(f"error.{key}") if key else None
+    if msg is not None:
+        words = {k: cat.get(f"error.value.{v}", v) if isinstance(v, str) else v for k, v in params.items()}
+        try:
+            return msg.format(**words)
+        except (KeyError, IndexError, ValueError):  # a parameter the catalogue does not know: the lead-in below
+            pass
+    return cat["error.untranslated"].format(msg=text)
+
+
 def term(key: str, lang: str = DEFAULT_LANG) -> str:
     """A glossary term in `lang`."""
     entry = glossary()[key]

@@ -61,7 +61,8 @@ def get_spec(name: str) -> ModelSpec:
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
-        raise InputError(f"unknown model {name!r}; known models: {', '.join(REGISTRY)}") from None
+        raise InputError(f"unknown model {name!r}; known models: {', '.join(REGISTRY)}", key="unknown_model",
+                         name=repr(name), models=", ".join(REGISTRY)) from None
 
 
 def load_model(name: str = DEFAULT_MODEL, device: str | torch.device | None = None):

@@ -33,8 +33,8 @@ from .weights import SEQ2SEQ_TINY_SHA256, load_checkpoint, verify_file
 
 NAME = "seq2seq-tiny"
 VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # vocabulary entries, specials and task tokens included
-FIX = "restore assets/seq2seq-tiny/ from git (git checkout -- assets/seq2seq-tiny)"
-FIX_DIR = "train it again with `python -m training.train --out DIR` (writes DIR/sha256.json)"
+FIX = "git checkout -- assets/seq2seq-tiny"  # restore the shipped checkpoint from git
+FIX_DIR = "python -m training.train --out DIR"  # train it again: writes DIR/sha256.json
 FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
 SEQ2SEQ_TINY = PRESETS["seq2seq-tiny"]  # d_model 128, 4 heads, 2 + 2 layers, d_ff 512 (model/config.py)
@@ -54,7 +54,8 @@ def text_tokenizer(tok: Tokenizer, max_text_tokens: int = MAX_TEXT_TOKENS) -> Te
 def check_task(task: str | None) -> str:
     task = "copy" if task is None else task
     if task not in TASKS:
-        raise InputError(f"unknown task {task!r}; known tasks: {', '.join(TASKS)}")
+        raise InputError(f"unknown task {task!r}; known tasks: {', '.join(TASKS)}", key="unknown_task", task=repr(task),
+                         tasks=", ".join(TASKS))
     return task
 
 
@@ -91,7 +92,8 @@ class Seq2SeqTiny(Seq2SeqModel):
         check_text(text)
         enc = self.tokenizer.encode(text, add_special_tokens=False)  # (n,) text pieces, truncated
         if not enc.ids:
-            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.")
+            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
+                             key="no_tokens")
         ids = source_ids(self.tokenizer, enc.ids, task)
         return Encoded(
             tokens=[TASK_TOKENS[task], *enc.tokens, EOS],
@@ -131,13 +133,16 @@ def expected_digests(directory: Path) -> tuple[dict[str, str], str]:
         return SEQ2SEQ_TINY_SHA256, FIX
     manifest = directory / "sha256.json"
     if not manifest.is_file():
-        raise WeightsError(f"Missing {manifest} (the digests of the checkpoint). Fix: {FIX_DIR}")
+        raise WeightsError(f"Missing {manifest} (the digests of the checkpoint). Fix: {FIX_DIR}",
+                           key="checkpoint_manifest_missing", path=manifest, fix=FIX_DIR)
     try:
         digests = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise WeightsError(f"Cannot read {manifest} ({e}). Fix: {FIX_DIR}") from None
+        raise WeightsError(f"Cannot read {manifest} ({e}). Fix: {FIX_DIR}", key="checkpoint_unreadable", path=manifest,
+                           detail=e, fix=FIX_DIR) from None
     if not isinstance(digests, dict) or set(digests) != set(FILES):
-        raise WeightsError(f"{manifest} must name exactly {', '.join(FILES)}. Fix: {FIX_DIR}")
+        raise WeightsError(f"{manifest} must name exactly {', '.join(FILES)}. Fix: {FIX_DIR}",
+                           key="checkpoint_manifest_files", path=manifest, files=", ".join(FILES), fix=FIX_DIR)
     return digests, FIX_DIR
 
 
@@ -152,7 +157,7 @@ def verify_directory(directory: Path) -> str:
 def read_config(directory: Path = ASSET_DIR) -> dict:
     path = directory / "config.json"
     if not path.is_file():
-        raise WeightsError(f"Missing {path}. Fix: {FIX}")
+        raise WeightsError(f"Missing {path}. Fix: {FIX}", key="checkpoint_file_missing", path=path, fix=FIX)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -163,11 +168,13 @@ def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Se
         meta = read_config(directory)
         config = TransformerConfig.from_dict(meta["transformer"])
     except (ValueError, KeyError, TypeError) as e:
-        raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}") from None
+        raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}",
+                           key="checkpoint_config", path=directory / "config.json", detail=e, fix=fix) from None
     tok = text_tokenizer(Tokenizer.from_file(str(directory / "tokenizer.json")),
                          int(meta.get("max_text_tokens", MAX_TEXT_TOKENS)))
     if tok.vocab_size != config.vocab_size:
-        raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {fix}")
+        raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {fix}",
+                           key="checkpoint_vocab", tokens=tok.vocab_size, model=config.vocab_size, fix=fix)
     with torch.random.fork_rng(devices=[]):  # the random init is overwritten; keep the global RNG untouched
         module = Transformer(config)
     load_checkpoint(module, directory / "model.safetensors", fix)

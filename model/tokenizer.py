@@ -51,7 +51,7 @@ def check_text(text: str) -> str:
     if not isinstance(text, str):
         raise InputError(f"text must be a string, got {type(text).__name__}")
     if not text.strip():
-        raise InputError("The text is empty: type a sentence to see its attention.")
+        raise InputError("The text is empty: type a sentence to see its attention.", key="empty_text")
     return text
 
 

@@ -52,7 +52,7 @@ def minilm_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise WeightsError(
             f"The MiniLM weights are not installed (Python package {MINILM_PACKAGE!r} not found). "
-            f"Fix: {MINILM_FIX}"
+            f"Fix: {MINILM_FIX}", key="weights_not_installed", package=repr(MINILM_PACKAGE), fix=MINILM_FIX
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
@@ -69,7 +69,7 @@ def verify_file(path: Path, expected: str, fix: str) -> None:
     """Check a file's sha256. A verified (path, size, mtime) is remembered in a
     stamp file so later processes skip re-hashing 90 MB; any change re-checks."""
     if not path.is_file():
-        raise WeightsError(f"Missing weight file: {path}. Fix: {fix}")
+        raise WeightsError(f"Missing weight file: {path}. Fix: {fix}", key="weights_missing", path=path, fix=fix)
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{expected}".encode()).hexdigest()
     stamp = _STAMP_DIR / f"verified-{key[:32]}"
@@ -79,8 +79,8 @@ def verify_file(path: Path, expected: str, fix: str) -> None:
     if actual != expected:
         raise WeightsError(
             f"{path.name} is altered or corrupt: sha256 {actual[:16]}... but expected {expected[:16]}... "
-            f"({path}). Fix: {fix}"
-        )
+            f"({path}). Fix: {fix}", key="weights_altered", name=path.name, actual=actual[:16],
+            expected=expected[:16], path=path, fix=fix)
     try:
         _STAMP_DIR.mkdir(parents=True, exist_ok=True)
         stamp.touch()
@@ -90,11 +90,12 @@ def verify_file(path: Path, expected: str, fix: str) -> None:
 
 def read_safetensors(path: Path, fix: str) -> dict[str, torch.Tensor]:
     if not path.is_file():
-        raise WeightsError(f"Missing weight file: {path}. Fix: {fix}")
+        raise WeightsError(f"Missing weight file: {path}. Fix: {fix}", key="weights_missing", path=path, fix=fix)
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-        raise WeightsError(f"Cannot read {path.name} as safetensors ({e}). Fix: {fix}") from None
+        raise WeightsError(f"Cannot read {path.name} as safetensors ({e}). Fix: {fix}", key="weights_unreadable",
+                           name=path.name, detail=e, fix=fix) from None
 
 
 def copy_state(module: nn.Module, tensors: dict[str, torch.Tensor], key_map: dict[str, tuple[str, slice | None]],
@@ -108,8 +109,8 @@ def copy_state(module: nn.Module, tensors: dict[str, torch.Tensor], key_map: dic
     unexpected = sorted(file_keys - set(key_map))
     if missing or unexpected:
         raise WeightsError(
-            f"{source} does not have the expected keys: missing {missing[:5]}, unexpected {unexpected[:5]}. Fix: {fix}"
-        )
+            f"{source} does not have the expected keys: missing {missing[:5]}, unexpected {unexpected[:5]}. Fix: {fix}",
+            key="weights_keys", source=source, missing=missing[:5], unexpected=unexpected[:5], fix=fix)
     ours = module.state_dict()
     covered = {dst for dst, _ in key_map.values()}
     uncovered = sorted(set(ours) - covered)
@@ -121,8 +122,9 @@ def copy_state(module: nn.Module, tensors: dict[str, torch.Tensor], key_map: dic
             value = tensors[src]
             if tuple(value.shape) != tuple(target.shape):
                 raise WeightsError(
-                    f"{source}: {src} has shape {tuple(value.shape)}, expected {tuple(target.shape)}. Fix: {fix}"
-                )
+                    f"{source}: {src} has shape {tuple(value.shape)}, expected {tuple(target.shape)}. Fix: {fix}",
+                    key="weights_shape", source=source, tensor=src, shape=tuple(value.shape),
+                    expected=tuple(target.shape), fix=fix)
             target.copy_(value)
 
 

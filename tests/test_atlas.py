@@ -112,3 +112,18 @@ def test_seq2seq_tiny_encoder_atlas():
     at = AT.build_atlas(m, AT.load_probes()[:8], task="reverse")
     assert at.shape == (m.config.n_encoder_layers, m.config.n_heads)
     assert 0 <= at.n_coref <= 8
+
+
+def test_atlas_grid_cells_in_the_interface_language(atlas):
+    """The grid draws each head's top label in its cell: the short code in English, Korean words in Korean."""
+    import re
+
+    from viz.heads import atlas_grid
+
+    en = atlas_grid(atlas, lang="en").data[0]
+    ko = atlas_grid(atlas, lang="ko").data[0]
+    assert en.text[0][2] == "prev" and en.text[3][1] == "coref"
+    assert ko.text[0][2] == "이전" and ko.text[3][1] == "상호 참조"
+    hangul = re.compile("[\uac00-\ud7a3]")
+    assert all(hangul.search(c) for row in ko.text for c in row)
+    assert all(hangul.search(h.split("</b>")[0]) for row in ko.customdata for h in row)

@@ -209,6 +209,7 @@ def test_keys_used_exist_in_both_languages():
     used |= {f"ex.head_name.{m}" for m in ("mean", "rollout")} | {f"ex.block.{b}" for b in ("decoder_self", "cross")}
     used |= {f"heads.ablation.{m}" for m in ABLATION_LABELS} | {f"heads.mode.{m}" for m in ABLATION_LABELS}
     used |= {f"heads.atlas.{k}" for k in [*atlas.TOP_LABELS, "coref_mass"]} | {"heads.opt.decoder_self", "heads.opt.cross"}
+    used |= {f"heads.atlas.cell.{k}" for k in atlas.TOP_LABELS}
     used |= {f"shell.unit.{u}" for u in ("layer", "head", "token")} | {"heads.beyond.weights", "heads.beyond.norms"}
     used |= {f"heads.note.{k}" for k in ("pairs", "norms", "flow", "surgery", "lens")}
     used |= {f"heads.viz.{w}_word" for w in ("before", "after")}
@@ -221,4 +222,5 @@ def test_keys_used_exist_in_both_languages():
     assert [t(f"ex.metric.{k}", "en") for k in am.METRICS] == list(am.METRICS.values())
     assert [t(f"heads.ablation.{k}", "en") for k in ABLATION_LABELS] == list(ABLATION_LABELS.values())
     assert {k: t(f"heads.atlas.{k}", "en") for k in atlas.LABELS} == atlas.LABELS
+    assert all(t(f"heads.atlas.cell.{k}", "en") == k for k in atlas.TOP_LABELS)  # the codes, as before
     assert {k: t(f"ex.mode.{k}", "en") for k in MODES} == MODES

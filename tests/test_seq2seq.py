@@ -145,9 +145,9 @@ def test_one_flipped_bit_is_refused(tmp_path, monkeypatch, name):
     _copy_assets(tmp_path, manifest=False)
     _flip_one_bit(tmp_path / name, 40_000 if name == "model.safetensors" else 100)
     monkeypatch.setattr(s2s, "ASSET_DIR", tmp_path)  # the pinned digests apply to the shipped directory
-    with pytest.raises(WeightsError, match=rf"{name} is altered or corrupt.*Fix: restore assets/seq2seq-tiny/"):
+    with pytest.raises(WeightsError, match=rf"{name} is altered or corrupt.*Fix: git checkout -- assets/seq2seq-tiny"):
         s2s.load_seq2seq_tiny(torch.device("cpu"))
-    with pytest.raises(WeightsError, match="Fix: restore"):  # what the app and the CLI call
+    with pytest.raises(WeightsError, match="Fix: git checkout -- assets/seq2seq-tiny"):  # what the app and the CLI call
         s2s.load_seq2seq_tiny(torch.device("cpu"), tmp_path)
 
 

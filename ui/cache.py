@@ -23,7 +23,7 @@ from analysis import atlas, decoding, explore, flow, heads, masks, positional, s
 from analysis import trace as traces
 from analysis.cache import ByteBudgetCache, budget_bytes
 from analysis.frozen import freeze
-from i18n import pick_lang, t
+from i18n import error_message, pick_lang, t
 from model import DEFAULT_MODEL, HeadlightError, load_model
 from model.trace import AttentionTrace
 from viz.attention import mosaic
@@ -32,13 +32,17 @@ THUMB = 24  # thumbnail side in the all-heads grid (pooled)
 LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decoder: the trained one when it loads
 
 
-def _msg(key: str, **fmt) -> str:
-    """A progress message in the session's language (the sidebar's "lang"), English outside a run."""
+def _lang() -> str:
+    """The session's language (the sidebar's "lang"), English outside a run."""
     try:
-        lang = pick_lang(st.session_state.get("lang"))
+        return pick_lang(st.session_state.get("lang"))
     except Exception:  # noqa: BLE001 - no Streamlit run (plain unit tests)
-        lang = "en"
-    return t(key, lang, **fmt)
+        return "en"
+
+
+def _msg(key: str, **fmt) -> str:
+    """A progress message or notice in the session's language."""
+    return t(key, _lang(), **fmt)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -119,7 +123,7 @@ def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, o
     except (HeadlightError, ImportError, OSError) as exc:
         if name == DEFAULT_MODEL:
             raise
-        notices.append(f"Could not load {name}: {exc} Using {DEFAULT_MODEL} instead.")
+        notices.append(_msg("error.model_fallback", name=name, msg=error_message(exc, _lang()), default=DEFAULT_MODEL))
         return DEFAULT_MODEL, get_model(DEFAULT_MODEL, device)
 
 
@@ -132,11 +136,11 @@ def lab_encoder_decoder(device: str):
         except (HeadlightError, ImportError, OSError):
             errors.append(name)
             continue
-        note = None if loaded.trained else (
-            f"{name} has random, untrained weights: its shapes and masks are real, its numbers are not learned"
-            + (f" ({errors[0]} is not available)." if errors else "."))
+        note = None if loaded.trained else (_msg("error.lab_untrained_missing", name=name, missing=errors[0]) if errors
+                                            else _msg("error.lab_untrained", name=name))
         return loaded, note
-    raise HeadlightError("No encoder-decoder model could be loaded: " + ", ".join(errors))
+    raise HeadlightError("No encoder-decoder model could be loaded: " + ", ".join(errors), key="no_encoder_decoder",
+                         names=", ".join(errors))
 
 
 # ---- explorer -------------------------------------------------------------------------------------------------

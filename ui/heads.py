@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
-from i18n import t
+from i18n import error_message, t
 from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
@@ -34,8 +34,9 @@ def tabs(view: View) -> list:
 
 
 def input_error(exc: InputError, lang: str) -> None:
-    """A message of analysis' input checks (English text from analysis/), introduced in the interface language."""
-    st.info(str(exc) if lang == "en" else t("heads.input_error", lang, msg=md_escape(str(exc))))
+    """A message of analysis' input checks in the interface language (i18n.error_message); the user's own words in
+    it are escaped for markdown."""
+    st.info(md_escape(error_message(exc, lang)))
 
 
 def task_label(task: str, lang: str) -> str:

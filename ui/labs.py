@@ -9,7 +9,7 @@ import streamlit as st
 
 from analysis.masks import decoder_stages, example_masks, padded_stages, stage_checks
 from analysis.positional import MAX_D_MODEL, MAX_POSITIONS
-from i18n import LANGS, t
+from i18n import LANGS, error_message, t
 from model.errors import HeadlightError
 from model.trace import BLOCK_LABELS
 from viz import masks as vm
@@ -106,7 +106,7 @@ def sentence_parts(view: View) -> None:
             try:
                 tokens, parts = cache.embedding_parts(name, view.device, view.text)
             except HeadlightError as exc:
-                st.info(str(exc))
+                st.info(error_message(exc, lg))
                 continue
             labels = embedding_labels(kind, lg)
             fig = vp.embedding_triptych(parts, tokens, labels=labels, lecture=view.lecture, lang=lg,
@@ -116,14 +116,7 @@ def sentence_parts(view: View) -> None:
                                                   vp.triptych_figure(p, t, labels=lb, title=f"{m}: X, PE, X + PE",
                                                                      subtitle=view.text, lang=lg)))
             if kind == "sinusoidal" and note:
-                st.caption(lab_note(note, encdec.name, lg))
-
-
-def lab_note(note: str, name: str, lang: str) -> str:
-    """cache.lab_encoder_decoder's note (English) in the interface language."""
-    if lang == "en":
-        return note
-    return t("pe.untrained_note", lang, model=name)
+                st.caption(note)
 
 
 
@@ -359,7 +352,7 @@ def look_ahead_section(view: View) -> None:
     st.subheader(t("masks.real_decoder", lg))
     encdec, note = cache.lab_encoder_decoder(view.device)
     if note:
-        st.caption(lab_note(note, encdec.name, lg))
+        st.caption(note)
     layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.config.n_heads - 1)
     dec = cache.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
     st.caption(t("masks.decoder_caption", lg, model=encdec.name, source=" ".join(dec.source_tokens),

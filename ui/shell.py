@@ -27,7 +27,7 @@ import streamlit as st
 import torch
 
 from analysis.explore import default_token
-from i18n import LANG_NAMES, LANGS, catalogue, pick_lang, t
+from i18n import LANG_NAMES, LANGS, catalogue, error_message, pick_lang, t
 from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
@@ -107,7 +107,7 @@ def run() -> None:
             finally:
                 _VIEW.reset(token)
     except HeadlightError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(error_message(exc, lang), icon="⚠️")
     except Exception as exc:  # noqa: BLE001 - the boundary: log it, show a short message
         logging.getLogger("headlight").exception("page %s failed", page.title)
         st.error(t("shell.error", lang, kind=type(exc).__name__), icon="⚠️")
@@ -164,7 +164,7 @@ def sidebar() -> View:
     try:
         device = str(resolve_device(ss[s.K_DEVICE]))
     except HeadlightError as exc:
-        notices.append(str(exc))
+        notices.append(error_message(exc, lang))
         device = "cpu"
     model_name, model = cache.model_or_default(ss[s.K_MODEL], device, notices)
     if model_name != ss[s.K_MODEL]:
@@ -179,7 +179,7 @@ def sidebar() -> View:
         try:
             view.trace = cache.get_trace(model_name, device, text)
         except HeadlightError as exc:
-            notices.append(str(exc))
+            notices.append(error_message(exc, lang))
     if view.trace is not None and view.trace.truncated:
         notices.append(t("shell.truncated", lang, n=view.trace.n_tokens_untruncated,
                          shown=len(view.trace.source_tokens)))

@@ -28,6 +28,8 @@ from model import DEFAULT_MODEL, HeadlightError, load_model
 from model.trace import AttentionTrace
 from viz.attention import mosaic
 
+from .state import K_LANG
+
 THUMB = 24  # thumbnail side in the all-heads grid (pooled)
 LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decoder: the trained one when it loads
 
@@ -35,7 +37,7 @@ LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decod
 def _lang() -> str:
     """The session's language (the sidebar's "lang"), English outside a run."""
     try:
-        return pick_lang(st.session_state.get("lang"))
+        return pick_lang(st.session_state.get(K_LANG))
     except Exception:  # noqa: BLE001 - no Streamlit run (plain unit tests)
         return "en"
 

@@ -240,11 +240,11 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en") -
     scale = []
     for i, lab in enumerate(names):  # a stepwise (categorical) colour scale over 0..k-1
         scale += [[i / k, ATLAS_COLOURS[lab]], [(i + 1) / k, ATLAS_COLOURS[lab]]]
-    cell = {lab: tr(f"heads.atlas.cell.{lab}", lang) for lab in names}  # short labels drawn in the cells
-    hover = [[("<b>" + esc(cell.get(atlas.top_label[la][h], atlas.top_label[la][h])) + "</b><br>" +
+    cell = {lab: esc(tr(f"heads.atlas.cell.{lab}", lang)) for lab in names}  # short labels drawn in the cells
+    text = [[cell.get(lab, esc(lab)) for lab in row] for row in atlas.top_label]  # (L, H)
+    hover = [[("<b>" + text[la][h] + "</b><br>" +
                "<br>".join(f"{esc(titles.get(name, name))}: {float(v[la, h]):.2f}" for name, v in atlas.scores.items()))
               for h in range(H)] for la in range(L)]
-    text = [[esc(cell.get(atlas.top_label[la][h], atlas.top_label[la][h])) for h in range(H)] for la in range(L)]
     data = [dict(type="heatmap", z=(idx + 0.5).tolist(), x=cols, y=rows, zmin=0, zmax=k, colorscale=scale,
                  text=text, customdata=hover, texttemplate="%{text}", xgap=2, ygap=2,
                  textfont=dict(size=cell_font_size(lecture) - 1),

@@ -146,13 +146,15 @@ def heatmap(
     layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))), title + note)
     layout.update(plot_bgcolor=MASKED_BG,
                   xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=-60 if len(cols) > 8 else 0,
-                             tickfont=dict(size=tick), showgrid=False, tickvals=xticks),
+                             tickfont=dict(size=tick), showgrid=False, **_tickvals(xticks)),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
-                             tickfont=dict(size=tick), showgrid=False, tickvals=yticks))
-    for axis in ("xaxis", "yaxis"):
-        if layout[axis]["tickvals"] is None:
-            del layout[axis]["tickvals"]
+                             tickfont=dict(size=tick), showgrid=False, **_tickvals(yticks)))
     return figure(data, layout)
+
+
+def _tickvals(ticks: list | None) -> dict:
+    """The axis setting for sparse_ticks' choice: none at all when plotly chooses."""
+    return {} if ticks is None else {"tickvals": ticks}
 
 
 def sparse_ticks(labels: list) -> list | None:

@@ -36,7 +36,15 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$PROCS" =~ ^[1-9][0-9]*$ ]] || { echo "serve.sh: --procs must be a positive integer" >&2; exit 2; }
 BIND="${HEADLIGHT_BIND:-127.0.0.1:$PORT}"
-command -v haproxy >/dev/null || { echo "serve.sh: haproxy not found: apt-get install haproxy" >&2; exit 1; }
+# HAProxy is a Debian package: installed here when missing (as .ci/run installs Chromium), as root or via sudo.
+if ! command -v haproxy >/dev/null; then
+    SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo -n"
+    echo "serve.sh: haproxy not found, installing Debian's haproxy package" >&2
+    if command -v apt-get >/dev/null && $SUDO apt-get update -q >&2 \
+        && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q haproxy >&2; then :; else
+        echo "serve.sh: could not install haproxy: run 'apt-get install haproxy' as root, then make serve" >&2; exit 1
+    fi
+fi
 [[ -x "$PY" ]] || { echo "serve.sh: $PY not found: run make install first" >&2; exit 1; }
 
 RUN_DIR="${HEADLIGHT_RUN_DIR:-$(mktemp -d /tmp/headlight-serve.XXXXXX)}"

@@ -12,3 +12,17 @@ EXAMPLE_SENTENCES = [
     "this is my car",  # seed 002: the padding example ...
     "that is not",  # ... padded to the length of "this is my car"
 ]
+
+# The same examples in Korean, as a Korean lecture writes them (the lecture notes are Korean). Presets too; the
+# models that read Korean (multilingual-e5-small, seq2seq-tiny) are evaluated on them.
+KOREAN_DEFAULT_TEXT = "그 동물은 너무 피곤해서 길을 건너지 않았다"
+
+KOREAN_EXAMPLE_SENTENCES = [
+    KOREAN_DEFAULT_TEXT,
+    "그 동물은 길을 건너지 않았다. 그것은 너무 피곤했기 때문이다",  # "그것은" -> "동물"
+    "그 동물은 길을 건너지 않았다. 그것은 너무 넓었기 때문이다",  # "그것은" -> "길"
+    "개가 음식을 먹었다. 그것은 배가 고팠기 때문이다",  # seed 003 in Korean: "그것은" is the dog
+    "나는 잘 지낸다",  # "I am good"
+    "이것은 내 차다",  # the padding example ...
+    "저것은 아니다",  # ... padded to the length of "이것은 내 차다"
+]

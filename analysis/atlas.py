@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from model.errors import HeadlightError, InputError
+from model.tokenizer import piece_text
 
 from .frozen import readonly, to_numpy
 from .heads import encoder_input, locate, run_encoder
@@ -80,7 +81,7 @@ def _ro(a, dtype=np.float32) -> np.ndarray:
 
 
 def is_punct(token: str) -> bool:
-    t = token[2:] if token.startswith("##") else token
+    t = piece_text(token, first=False)
     return bool(t) and all(unicodedata.category(c).startswith("P") for c in t)
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.tokenizer import piece_text
+
 METRICS = {
     "entropy": "Entropy (bits)",
     "special": "Mass on [CLS]/[SEP]",
@@ -76,9 +78,8 @@ def merge_words(att: np.ndarray, row_units: list[list[int]], col_units: list[lis
 
 
 def unit_labels(tokens: list[str], units: list[list[int]]) -> list[str]:
-    """A word's label is its pieces joined, with WordPiece '##' marks removed."""
-    return ["".join(tokens[i][2:] if k and tokens[i].startswith("##") else tokens[i] for k, i in enumerate(u))
-            for u in units]
+    """A word's label is its pieces joined, with the subword marks removed (WordPiece '##', SentencePiece '▁')."""
+    return ["".join(piece_text(tokens[i], first=k == 0) for k, i in enumerate(u)) for u in units]
 
 
 def head_average(att: np.ndarray) -> np.ndarray:

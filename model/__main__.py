@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import HeadlightError
 from .registry import DEFAULT_MODEL, REGISTRY, get_spec, load_model
-from .tokenizer import check_text
+from .tokenizer import check_text, piece_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,9 +38,11 @@ def from_token_report(trace, token: str) -> list[str]:
     want = token.lower()
     block = "encoder"
     q_tokens, k_tokens = trace.axis_tokens(block)
-    if want not in [t.lower() for t in q_tokens]:
+    # "그것은" finds the SentencePiece token "▁그것은" (and "it" finds "it")
+    plain = [piece_text(t).lower() for t in q_tokens]
+    if want not in plain:
         raise HeadlightError(f"token {token!r} is not among the tokens: {' '.join(q_tokens)}")
-    qi = [t.lower() for t in q_tokens].index(want)
+    qi = plain.index(want)
     att = trace.attention(block)  # (L, H, N, N)
     lines = [f"{block} attention from {q_tokens[qi]!r} (token {qi})"]
     for layer in range(att.shape[0]):

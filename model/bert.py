@@ -16,12 +16,12 @@ from .layers import Encoder, StackOutput, stack_ablations
 
 
 class BertEncoder(nn.Module):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, token_embedding: nn.Module | None = None):
         super().__init__()
         if config.is_encoder_decoder:
             raise ValueError("BertEncoder is encoder-only: n_decoder_layers must be 0")
         self.config = config
-        self.embed = Embedding(config)
+        self.embed = Embedding(config, token_embedding)
         self.encoder = Encoder(config, config.n_encoder_layers)
 
     def forward(

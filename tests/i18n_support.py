@@ -19,7 +19,7 @@ CODE = re.compile(r"`[^`]*`")  # inline code: token text, identifiers, file name
 # Latin words that may stay in a Korean interface (lower case)
 ALLOWED = {
     # model names and parts of them
-    "minilm", "seq2seq", "seq", "tiny", "paper", "base", "bert", "bertviz", "gelu", "relu",
+    "minilm", "seq2seq", "seq", "tiny", "paper", "base", "bert", "bertviz", "gelu", "relu", "multilingual", "small",
     # terms the lecture notes keep in English (i18n/glossary.json)
     "positional", "encoding", "softmax", "masked", "add", "norm", "feed", "forward", "layernorm", "concat",
     # formats, units and symbols

@@ -17,7 +17,8 @@ from model.errors import InputError
 from viz import heads as vh
 
 from . import cache
-from .state import View, md_escape
+from .readable import MULTILINGUAL
+from .state import K_MODEL, View, available_models, md_escape, safe_callback
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas"]
@@ -65,12 +66,23 @@ def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
             [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
 
 
+@safe_callback
+def korean_pair() -> None:
+    """The Korean minimal pair, on the model that reads Korean (a callback: it may change the sidebar's model)."""
+    st.session_state.update(hl_a=ah.PRESET_KO_A, hl_b=ah.PRESET_KO_B, hl_query=ah.PRESET_KO_QUERY,
+                            hl_c1=ah.PRESET_KO_CANDIDATES[0], hl_c2=ah.PRESET_KO_CANDIDATES[1])
+    if MULTILINGUAL in available_models():
+        st.session_state[K_MODEL] = MULTILINGUAL
+
+
 def minimal_pairs(view: View) -> None:
     lg = view.lang
     st.caption(t("heads.pairs.intro", lg))
-    if st.button(t("heads.pairs.preset", lg), key="hl_preset"):
+    b0, b1 = st.columns(2)
+    if b0.button(t("heads.pairs.preset", lg), key="hl_preset"):
         st.session_state.update(hl_a=ah.PRESET_A, hl_b=ah.PRESET_B, hl_query=ah.PRESET_QUERY,
                                 hl_c1=ah.PRESET_CANDIDATES[0], hl_c2=ah.PRESET_CANDIDATES[1])
+    b1.button(t("e5.pairs.preset_ko", lg), key="hl_preset_ko", on_click=korean_pair)
     a = st.text_input(t("heads.pairs.a", lg), ah.PRESET_A, key="hl_a", **URL)
     b = st.text_input(t("heads.pairs.b", lg), ah.PRESET_B, key="hl_b", **URL)
     c0, c1, c2 = st.columns(3)

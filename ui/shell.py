@@ -32,7 +32,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import cache, share
+from . import cache, readable, share
 from . import state as s
 from .state import View
 
@@ -228,6 +228,7 @@ def sidebar() -> View:
     view.notices = [*url_notices, *notices]
     for msg in view.notices:
         st.warning(msg, icon="⚠️")
+    readable.unreadable_notice(view.trace, model_name, lang)
     if not text.strip():
         st.info(t("shell.empty_text", lang), icon="✍️")
     return view

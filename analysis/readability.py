@@ -1,0 +1,58 @@
+"""Can the model read this text? Words its tokenizer cannot represent, from the tokens it actually produced.
+
+A word is unreadable when one of its tokens is the unknown token ([UNK], <unk>) or when the tokenizer took a
+syllabic script apart into its letters: MiniLM's uncased vocabulary decomposes Hangul syllables (NFD) into
+conjoining jamo ("동" -> "ᄃ", "##ᅩ", "##ᆼ"), so every Korean word becomes a row of letter pieces with no meaning.
+Decided from the trace the page already has: no extra forward, no list of models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.tokenizer import piece_text
+from model.trace import AttentionTrace
+
+UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
+
+
+def _is_jamo(ch: str) -> bool:
+    o = ord(ch)
+    return 0x1100 <= o <= 0x11FF or 0x3130 <= o <= 0x318F or 0xA960 <= o <= 0xA97F or 0xD7B0 <= o <= 0xD7FF
+
+
+def _has_syllables(text: str) -> bool:
+    return any(0xAC00 <= ord(c) <= 0xD7A3 for c in text)
+
+
+@dataclass(frozen=True)
+class Readability:
+    n_words: int  # words of the text (special tokens excluded)
+    unreadable: tuple[str, ...]  # the words the model cannot read, as the text wrote them (first few)
+    n_unreadable: int
+
+    @property
+    def fraction(self) -> float:
+        return self.n_unreadable / self.n_words if self.n_words else 0.0
+
+
+def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
+    """The source text's words and which of them come out as unknown tokens or as decomposed letters."""
+    syllables = _has_syllables(trace.text)
+    words: dict[int, list[int]] = {}
+    for i, w in enumerate(trace.source_word_ids):
+        if w >= 0 and not trace.source_special[i]:
+            words.setdefault(w, []).append(i)
+    bad: list[str] = []
+    n_bad = 0
+    for idx in words.values():
+        toks = [trace.source_tokens[i] for i in idx]
+        unknown = any(t in UNKNOWN_TOKENS for t in toks)
+        split = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) for t in toks)
+        if unknown or split:
+            n_bad += 1
+            if len(bad) < keep:
+                spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
+                start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+                bad.append(trace.text[start:end] if end > start else "".join(toks))
+    return Readability(len(words), tuple(bad), n_bad)

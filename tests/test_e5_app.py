@@ -1,0 +1,135 @@
+"""A Korean class on multilingual-e5-small (issue 15), under AppTest: the notice with its one-click switch when the
+chosen model cannot read the text, and every page with a Korean sentence, lang=ko and the multilingual model:
+Hangul tokens, no exception or error, the layer-output check, no English-only text."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from apptest_support import assert_ok
+from i18n_support import english_only, page_texts
+from streamlit.testing.v1 import AppTest
+
+from analysis.readability import readability
+from model import load_model
+from model.examples import KOREAN_EXAMPLE_SENTENCES
+from ui.state import PRESETS
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+KO = "그 동물은 길을 건너지 않았다. 그것은 너무 피곤했기 때문이다"
+E5 = "multilingual-e5-small"
+
+
+def _app(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _qp(at, key):
+    v = at.query_params.get(key)
+    return v[0] if isinstance(v, list) else v
+
+
+def _hangul(s: str) -> bool:
+    return any("\uac00" <= c <= "\ud7a3" for c in unicodedata.normalize("NFC", s))
+
+
+# --- the readability rule, on the models' real tokens ------------------------------------------------------------
+
+def test_readability_from_the_tokens_each_model_produces():
+    minilm, e5 = load_model("minilm-l6", "cpu"), load_model(E5, "cpu")
+    for text in KOREAN_EXAMPLE_SENTENCES:
+        r = readability(minilm.trace(text))
+        assert r.n_unreadable == r.n_words > 0  # jamo or [UNK]: every Korean word
+        assert readability(e5.trace(text)).n_unreadable == 0
+    mixed = readability(minilm.trace("The 동물 was tired"))
+    assert (mixed.n_words, mixed.n_unreadable, mixed.unreadable) == (4, 1, ("동물",))
+    assert readability(minilm.trace("The animal didn't cross the street because it was tired")).n_unreadable == 0
+    assert readability(minilm.trace("naïve café Straße")).n_unreadable == 0  # accents stripped, still read
+
+
+# --- the notice and the switch ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_korean_on_minilm_gets_a_notice_and_a_one_click_switch(lang):
+    at = _app(text=KO, lang=lang)
+    assert_ok(at)
+    assert at.selectbox(key="model").value == "minilm-l6"
+    notice = [w.value for w in at.warning if "multilingual-e5-small" in w.value]
+    assert len(notice) == 1 and "“동물은”" in notice[0] and "9" in notice[0]
+    assert _hangul(notice[0].split("“")[0]) == (lang == "ko")  # the sentence's words are Korean in both
+    at.button(key="_hl_switch_e5").click().run()
+    assert_ok(at)
+    assert at.selectbox(key="model").value == E5 and _qp(at, "model") == E5
+    assert not [w.value for w in at.warning if "multilingual-e5-small" in w.value]
+    sidebar_tokens = at.selectbox(key="token").options
+    assert any("▁그것은" in o for o in sidebar_tokens) and all("ᄀ" not in o for o in sidebar_tokens)
+
+
+def test_no_notice_for_english_on_minilm():
+    at = _app()
+    assert_ok(at)
+    assert not at.get("button") or not [b for b in at.button if b.key == "_hl_switch_e5"]
+
+
+# --- every page, in Korean, on the multilingual model ---------------------------------------------------------------
+
+PAGES = {
+    "explorer": ("app_pages/explorer.py", "ex_tab", ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics",
+                                                    "ex.tab.data"]),
+    "positional": ("app_pages/positional.py", "pe_tab", ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]),
+    "masks": ("app_pages/masks.py", "mask_tab", ["masks.tab.padding", "masks.tab.look_ahead"]),
+    "steps": ("app_pages/steps.py", "steps_tab", None),
+    "tour": ("app_pages/tour.py", None, None),
+    "heads": ("app_pages/heads.py", "hl_tab", ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond",
+                                             "heads.tab.atlas"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_reads_korean_on_the_multilingual_model(page):
+    from i18n import catalogue, t
+
+    path, key, tabs = PAGES[page]
+    at = _app(text=KO, model=E5, lang="ko", layer="11", head="3")
+    at.switch_page(path).run()
+    assert_ok(at)
+    assert at.selectbox(key="model").value == E5
+    if tabs is None and key == "steps_tab":
+        from viz.steps import step_tabs
+
+        tabs = [f"steps.tab.{n}" for n in step_tabs("encoder", False)]
+    texts = page_texts(at)
+    for name in tabs or []:
+        if name not in catalogue("ko"):
+            continue
+        at.session_state[key] = t(name, "ko")
+        at.run()
+        assert_ok(at)
+        texts += page_texts(at)
+    tokens = list(at.selectbox(key="token").options)
+    assert any(_hangul(o) for o in tokens)
+    assert not [w for w in at.warning if "multilingual-e5-small" in w.value and "▁" not in w.value]
+    assert english_only(texts, tokens=[KO, *tokens, *PRESETS, "this is my car", "that is not", "I am sam"]) == []
+    if page == "steps":  # through Add & Norm and Feed Forward to the layer output, checked against the model's own
+        at.session_state[key] = t("steps.tab.output", "ko") if "steps.tab.output" in catalogue("ko") else None
+        at.run()
+        assert_ok(at)
+
+
+@pytest.mark.slow
+def test_korean_minimal_pair_preset_switches_to_the_multilingual_model():
+    at = _app(lang="ko")
+    at.switch_page("app_pages/heads.py").run()
+    at.button(key="hl_preset_ko").click().run()
+    assert_ok(at)
+    assert at.selectbox(key="model").value == E5
+    assert at.text_input(key="hl_a").value.endswith("피곤했기 때문이다")
+    table = " ".join(str(e.value) for e in at.table)
+    assert "L" in table or "레이어" in table  # the ranked heads are drawn
+    assert not at.info  # the query and both candidates were found in both sentences

@@ -42,6 +42,7 @@ from .frozen import readonly, to_numpy
 from .heads import encoder_input, locate, run_encoder
 
 PROBES_PATH = Path(__file__).resolve().parent.parent / "assets" / "probes" / "atlas_probes.json"
+PROBES_KO_PATH = PROBES_PATH.with_name("atlas_probes_ko.json")  # Korean probes, for models that read Korean
 LABELS = {
     "prev": "Previous token",
     "next": "Next token",
@@ -223,12 +224,30 @@ def top_labels(scores: dict[str, np.ndarray]) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+def reads_korean(model, **encode_kw) -> bool:
+    """True when the model's tokenizer turns a Korean sentence into real pieces (no unknown token, no jamo)."""
+    from .readability import readability
+
+    try:
+        return readability(model.trace(KOREAN_CHECK, **encode_kw)).n_unreadable == 0
+    except HeadlightError:
+        return False
+
+
+KOREAN_CHECK = "그 동물은 너무 피곤해서 길을 건너지 않았다"
+
+
+def default_probes(model, **encode_kw) -> list[Probe]:
+    """The English battery, plus the Korean one for a model that reads Korean (multilingual-e5-small)."""
+    return load_probes() + (load_probes(PROBES_KO_PATH) if reads_korean(model, **encode_kw) else [])
+
+
 def build_atlas(model, probes: list[Probe] | None = None, *, progress: Callable[[float], None] | None = None,
                 **encode_kw) -> Atlas:
     """Run the battery through `model`'s encoder and score every head (encode_kw: e.g. task="copy" for
     seq2seq-tiny, whose encoder is labelled). `progress(fraction)` after each sentence."""
     t0 = time.perf_counter()
-    probes = load_probes() if probes is None else probes
+    probes = default_probes(model, **encode_kw) if probes is None else probes
     if not probes:
         raise InputError("The probe battery is empty.")
     if model.kind == "encoder-decoder" and "task" not in encode_kw and hasattr(model, "tasks"):
@@ -263,14 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="minilm-l6")
     ap.add_argument("--out", help="write the atlas to this .json or .csv file")
     ap.add_argument("--task", help="seq2seq-tiny: the task token the encoder sees (default: copy)")
-    ap.add_argument("--probes", default=str(PROBES_PATH), help="probe battery (JSON)")
+    ap.add_argument("--probes", default=None, help="probe battery (JSON; default: English, plus Korean for a model "
+                    "that reads Korean)")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
     try:
         from model import load_model
 
         model = load_model(args.model, args.device)
-        atlas = build_atlas(model, load_probes(args.probes), **({"task": args.task} if args.task else {}))
+        atlas = build_atlas(model, load_probes(args.probes) if args.probes else None,
+                            **({"task": args.task} if args.task else {}))
         if args.out:
             atlas.save(args.out)
     except (HeadlightError, OSError, ValueError, KeyError) as e:

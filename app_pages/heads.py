@@ -5,6 +5,7 @@ import streamlit as st
 
 from i18n import t
 from ui import heads as uh
+from ui.crosslingual import crosslingual
 from ui.shell import current_view
 from ui.state import require_trace
 from ui.widgets import layer_head
@@ -14,7 +15,7 @@ st.title(t("heads.page", view.lang))
 require_trace(view)
 st.caption(t("heads.caption", view.lang, model=view.model_name, where=layer_head(view.layer, view.head, view.lang),
              token=view.token))
-for tab, draw in zip(uh.tabs(view), (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas)):
+for tab, draw in zip(uh.tabs(view), (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas, crosslingual)):
     if tab.open:
         with tab:
             draw(view)

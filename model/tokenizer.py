@@ -27,7 +27,7 @@ WORD_START = "\u2581"  # SentencePiece's word-start mark (XLM-R / multilingual-e
 def piece_text(token: str, first: bool = True) -> str:
     """A token's text inside its word: WordPiece's '##' (a continuation) and SentencePiece's leading '▁' (a word
     start) removed. `first`: the token opens its word ('##' is then kept: a word that starts with '##')."""
-    if token.startswith(WORD_START) and len(token) > 1:
+    if token.startswith(WORD_START):  # "▁" alone: the word's start, its text follows in the next piece
         return token[1:]
     if not first and token.startswith("##"):
         return token[2:]

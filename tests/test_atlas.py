@@ -127,3 +127,20 @@ def test_atlas_grid_cells_in_the_interface_language(atlas):
     hangul = re.compile("[\uac00-\ud7a3]")
     assert all(hangul.search(c) for row in ko.text for c in row)
     assert all(hangul.search(h.split("</b>")[0]) for row in ko.customdata for h in row)
+
+
+def test_korean_probes_for_a_model_that_reads_korean():
+    """multilingual-e5-small's atlas runs the English and the committed Korean battery; MiniLM's the English only.
+    Every Korean probe names words that occur once, and most labelled pairs are found by the multilingual model."""
+    from analysis.atlas import PROBES_KO_PATH, build_atlas, default_probes, load_probes
+    from model import load_model
+
+    ko = load_probes(PROBES_KO_PATH)
+    assert len(ko) >= 30 and all(any("\uac00" <= c <= "\ud7a3" for c in p.sentence) for p in ko)
+    for p in ko:
+        assert all(p.sentence.split().count(w) == 1 for w in (p.pronoun, p.antecedent))
+    e5 = load_model("multilingual-e5-small", "cpu")
+    assert len(default_probes(e5)) == len(load_probes()) + len(ko)
+    assert len(default_probes(load_model("minilm-l6", "cpu"))) == len(load_probes())
+    atlas = build_atlas(e5, ko)
+    assert atlas.shape == (12, 12) and atlas.n_coref >= 0.9 * len(ko)

@@ -86,7 +86,7 @@ PAGES = {
     "steps": ("app_pages/steps.py", "steps_tab", None),
     "tour": ("app_pages/tour.py", None, None),
     "heads": ("app_pages/heads.py", "hl_tab", ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond",
-                                             "heads.tab.atlas"]),
+                                             "heads.tab.atlas", "e5.tab.crosslingual"]),
 }
 
 

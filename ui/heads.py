@@ -21,7 +21,7 @@ from .readable import MULTILINGUAL
 from .state import K_MODEL, View, available_models, md_escape, safe_callback
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
-TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas"]
+TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
 K_TAB = "hl_tab"
 URL = dict(bind="query-params")

@@ -1,0 +1,60 @@
+"""The Head lab's cross-lingual tab: a sentence and its translation, a query word and its target word in each; which
+heads carry the relation in both languages (analysis.crosslingual), drawn by viz.crosslingual."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis import crosslingual as xl
+from i18n import error_message, t
+from model.errors import InputError
+from viz import crosslingual as vx
+
+from . import cache
+from .readable import MULTILINGUAL
+from .state import View, md_escape
+from .widgets import Export, chart, rename_columns
+
+URL = dict(bind="query-params")
+
+
+def crosslingual(view: View) -> None:
+    lg = view.lang
+    st.caption(t("e5.xl.intro", lg))
+    if view.model_name != MULTILINGUAL:
+        st.info(t("e5.xl.model_hint", lg, model=view.model_name))
+    ca, cb = st.columns(2)
+    a = ca.text_input(t("e5.xl.sentence_a", lg), xl.DEFAULT_EN[0], key="xl_a", **URL)
+    qa = ca.text_input(t("e5.xl.query", lg), xl.DEFAULT_EN[1], key="xl_qa", **URL)
+    ka = ca.text_input(t("e5.xl.target", lg), xl.DEFAULT_EN[2], key="xl_ka", **URL)
+    b = cb.text_input(t("e5.xl.sentence_b", lg), xl.DEFAULT_KO[0], key="xl_b", **URL)
+    qb = cb.text_input(t("e5.xl.query", lg), xl.DEFAULT_KO[1], key="xl_qb", **URL)
+    kb = cb.text_input(t("e5.xl.target", lg), xl.DEFAULT_KO[2], key="xl_kb", **URL)
+    try:
+        r = cache.cached(("crosslingual", view.model_name, view.device, a, qa, ka, b, qb, kb),
+                         lambda: xl.compare(cache.get_model(view.model_name, view.device), (a, qa, ka), (b, qb, kb)))
+    except InputError as exc:
+        st.info(md_escape(error_message(exc, lg)))
+        return
+    st.markdown(t("e5.xl.summary", lg, k=r.k, n=len(r.overlap), chance=f"{r.chance_overlap:.1f}",
+                  r=f"{r.spearman:.2f}", p=f"{r.pearson:.2f}"))
+    zmax = float(max(r.a.weight.max(), r.b.weight.max()))
+    g1, g2 = st.columns(2)
+    with g1:
+        chart(cross_grid(r.a, zmax, r, view), "xl_grid_a", Export(r.a.weight, *_axes(r, lg), t("e5.xl.export", lg), a))
+    with g2:
+        chart(cross_grid(r.b, zmax, r, view), "xl_grid_b", Export(r.b.weight, *_axes(r, lg), t("e5.xl.export", lg), b))
+    chart(vx.agreement_scatter(r, lecture=view.lecture, lang=lg), "xl_scatter")
+    rows = [{"Head": t("widgets.layer_head", lg, layer=x["Layer"], head=x["Head"]), "A": round(x["A"], 3),
+             "B": round(x["B"], 3), "Rank A": x["Rank A"], "Rank B": x["Rank B"]} for x in r.rows()[:12]]
+    st.table(rename_columns(rows, lg, {"A": "e5.xl.col_a", "B": "e5.xl.col_b", "Rank A": "e5.xl.col_rank_a",
+                                       "Rank B": "e5.xl.col_rank_b"}))
+
+
+def cross_grid(side, zmax, r, view: View):
+    return vx.weight_grid(side, zmax=zmax, shared=r.overlap, lecture=view.lecture, lang=view.lang)
+
+
+def _axes(r, lg):
+    L, H = r.a.weight.shape
+    return [t("ex.layer_n", lg, i=i) for i in range(L)], [t("ex.head_n", lg, i=h) for h in range(H)]

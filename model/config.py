@@ -111,7 +111,7 @@ PRESETS: dict[str, TransformerConfig] = {
         n_decoder_layers=2,
         d_ff=512,
         dropout=0.1,
-        vocab_size=17204,  # everyday English words, pieces and characters, specials and task tokens included
+        vocab_size=51576,  # everyday English and Korean words, pieces, syllables and characters, specials included
         max_positions=64,  # source: task + up to 60 text tokens + <eos>; target: <bos> + text tokens + <eos>
     ),
     "tiny": TransformerConfig(

@@ -8,9 +8,10 @@ pinned in `model.weights.SEQ2SEQ_TINY_SHA256` (a checkpoint directory of one's o
 `--checkpoint DIR`, against the sha256.json that training wrote beside it):
 model.safetensors (weights, strict load), config.json ({"transformer":
 TransformerConfig.to_dict(), tasks, limits, the alignment head, training
-recipe}), tokenizer.json (WordPiece over an everyday English vocabulary built
-from the wordfreq word list; lowercases, strips accents, splits digits; a word
-with a character it does not know becomes `<unk>`).
+recipe}), tokenizer.json (WordPiece over an everyday English and Korean vocabulary
+built from wordfreq's word lists, with every KS X 1001 Hangul syllable; lowercases,
+strips accents but keeps Hangul whole, splits digits; a word with a character it
+does not know, e.g. emoji or Greek, becomes `<unk>`).
 
 Source: [<task>, x_1 .. x_n, <eos>]; greedy decoding gives [<bos>, y_1 .. y_n, <eos>].
 """
@@ -68,7 +69,7 @@ def unknown_words(text: str, enc: Encoded) -> list[str]:
     """The words of `text` that became `<unk>`, as typed (from the tokens' character offsets), in order.
 
     `enc` is the encoding of `text` (e.g. `Seq2SeqTiny.encode_source(text, task=...)`); a word
-    holding a character the vocabulary lacks (emoji, Hangul, Greek, ...) is one `<unk>`."""
+    holding a character the vocabulary lacks (emoji, Greek, Thai, ...) is one `<unk>`."""
     out = []
     for tok, (start, end), special in zip(enc.tokens, enc.offsets, enc.special):
         if tok == UNK and not special and end > start:

@@ -34,9 +34,9 @@ MINILM_SHA256 = {
 # seq2seq-tiny, trained here (`python -m training.train`): the shipped files in assets/seq2seq-tiny/, pinned like
 # MiniLM's; a retrained checkpoint is shipped by copying its three files there and pinning its sha256.json here
 SEQ2SEQ_TINY_SHA256 = {
-    "model.safetensors": "fc8857ec86b34aa735351df39fbe1125e1856794a7a08fc6d139dfb9e9ecdad2",
-    "tokenizer.json": "e53d35ece2eb563c1d9f7c146dcae2386d4d48fb85a23071a78019023f7e4a95",
-    "config.json": "d0ef0182406d2e3df092f8af2dbd4cab72f707d0f8fc99d9843c60509b47062b",
+    "model.safetensors": "8a17b8a5890556d9946349f65baebf8e1f14660022016834021bba318e6c4322",
+    "tokenizer.json": "f10b2f4b7fd15623304af9889598327f1601a33da4ebdfe6e4164c81d7a4d6de",
+    "config.json": "03a6fd2dd1dbef543cf6694c3df21caaf372af7eb86d7a02811b82cc2cc64da9",
 }
 # keys in the file that the encoder does not use (pooler: sentence-level head; position_ids: a buffer)
 MINILM_IGNORED = {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}

@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,18 @@ from model.data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, SPECIAL_TOKENS, TAS
 from model.device import resolve_device
 from model.transformer import Transformer
 
-from .data import HELDOUT_SEED, TRAIN_SEED, SentenceMaker, build_tokenizer, read_wordfreq, text_ids, vocabulary
+from .data import (
+    HELDOUT_SEED,
+    KO_SHARE,
+    TRAIN_SEED,
+    KoreanSentenceMaker,
+    SentenceMaker,
+    build_tokenizer,
+    read_wordfreq,
+    read_wordfreq_ko,
+    text_ids,
+    vocabulary,
+)
 from .evaluate import evaluate_task
 
 DEV_SIZE = 48  # sentence-like inputs per task for the progress checks (a seed of their own)
@@ -68,10 +80,14 @@ TIED_ALIASES = ("tgt_embed.token.weight", "generator.weight")
 CHECKPOINT_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
 
-def lr_at(step: int, d_model: int, warmup: int, factor: float) -> float:
-    """The paper's schedule; step counts from 1."""
+def lr_at(step: int, d_model: int, warmup: int, factor: float, total: int = 0, cooldown: int = 0) -> float:
+    """The paper's schedule; step counts from 1. With `cooldown`, the last `cooldown` of `total` steps also fall
+    linearly to 5 % of it (a short anneal at the end: fewer noisy updates in the final weights)."""
     step = max(step, 1)
-    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    lr = factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    if cooldown and total and step > total - cooldown:
+        lr *= max(0.05, (total - step) / cooldown)
+    return lr
 
 
 def fixed_embeddings(vocab_size: int, d_model: int, seed: int, position_dims: int = 0) -> torch.Tensor:
@@ -234,10 +250,12 @@ def sha256_file(path: Path) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--steps", type=int, default=4600, help="optimizer steps in all (default 4600)")
+    p.add_argument("--steps", type=int, default=4800, help="optimizer steps in all (default 4800)")
     p.add_argument("--tokens", type=int, default=1024, help="source tokens per batch (default 1024)")
     p.add_argument("--warmup", type=int, default=400, help="warm-up steps of the schedule (default 400)")
     p.add_argument("--lr-factor", type=float, default=1.0, help="factor in front of the schedule (default 1)")
+    p.add_argument("--cooldown", type=int, default=1000,
+                   help="the last N steps anneal the rate linearly to 5%% of the schedule (0: off; default 1000)")
     p.add_argument("--clip", type=float, default=1.0, help="clip the gradient norm at this (0: off; default 1)")
     p.add_argument("--negatives", type=int, default=512, help="random negatives per batch (default 512)")
     p.add_argument("--uniform-share", type=float, default=0.45,
@@ -265,8 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild-tokenizer", action="store_true",
                    help="build the vocabulary from wordfreq again (tokenizers' WordPiece trainer may break ties "
                         "at its budget differently from run to run: +-1 piece) instead of using --tokenizer")
-    p.add_argument("--stream", type=int, default=30_000, help="sentence-like sentences in the training stream")
-    p.add_argument("--eval-every", type=int, default=500, help="greedy exact match on a dev set every N steps")
+    p.add_argument("--stream", type=int, default=30_000, help="English sentence-like sentences in the training stream")
+    p.add_argument("--korean-share", type=float, default=KO_SHARE,
+                   help=f"share of the stream that is Korean sentence-like text (default {KO_SHARE})")
+    p.add_argument("--eval-every", type=int, default=1000, help="greedy exact match on a dev set every N steps")
     p.add_argument("--save-every", type=int, default=250, help="save the training state every N steps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     return p
@@ -281,17 +301,20 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(args.seed)
 
-    words = read_wordfreq()
+    words, ko_words = read_wordfreq(), read_wordfreq_ko()
     if args.rebuild_tokenizer or not Path(args.tokenizer).is_file():
-        tok = build_tokenizer(vocabulary(words))
+        tok = build_tokenizer(vocabulary(words, korean=ko_words))
     else:
         tok = Tokenizer.from_file(args.tokenizer)  # the shipped one: reproduces the shipped ids exactly
     ids = {t: tok.token_to_id(t) for t in (BOS, EOS, UNK, *TASK_TOKENS.values())}
-    maker = SentenceMaker(words)
-    stream = torch.tensor([i for x in text_ids(tok, maker.sentences(TRAIN_SEED + args.seed, args.stream))
-                           for i in x])
+    maker, ko_maker = SentenceMaker(words), KoreanSentenceMaker(ko_words)
+    n_ko = round(args.stream * args.korean_share / (1 - args.korean_share))
+    sentences = maker.sentences(TRAIN_SEED + args.seed, args.stream) + ko_maker.sentences(TRAIN_SEED + args.seed + 1, n_ko)
+    random.Random(TRAIN_SEED + args.seed).shuffle(sentences)  # English and Korean windows side by side
+    stream = torch.tensor([i for x in text_ids(tok, sentences) for i in x])
     pool = torch.tensor([ids[UNK], *range(len(SPECIAL_TOKENS), tok.get_vocab_size())])  # every text entry
-    dev_ids = text_ids(tok, maker.sentences(HELDOUT_SEED + 1, DEV_SIZE, max_words=40))
+    dev_ids = text_ids(tok, maker.sentences(HELDOUT_SEED + 1, DEV_SIZE // 2, max_words=40)
+                       + ko_maker.sentences(HELDOUT_SEED + 2, DEV_SIZE // 2, max_words=25))
 
     base = PRESETS[args.preset]
     base = base if args.preset == "seq2seq-tiny" else base.replace(dropout=0.1, max_positions=MAX_TEXT_TOKENS + 4)
@@ -342,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while step < args.steps:
             src, tin, tout = (t.to(device) for t in batches.next(cap_at(step)))
-            lr = lr_at(step + 1, config.d_model, args.warmup, args.lr_factor)
+            lr = lr_at(step + 1, config.d_model, args.warmup, args.lr_factor, args.steps, args.cooldown)
             for g in opt.param_groups:
                 g["lr"] = lr
             if args.train_embeddings:
@@ -383,12 +406,12 @@ def main(argv: list[str] | None = None) -> int:
     save_checkpoint(model.cpu(), out_dir / "model.safetensors", {"name": "seq2seq-tiny", "step": step,
                                                                  "seed": args.seed})
     tok.save(str(out_dir / "tokenizer.json"))
-    recipe = {k: getattr(args, k) for k in ("steps", "tokens", "warmup", "lr_factor", "clip", "negatives", "uniform_share",
+    recipe = {k: getattr(args, k) for k in ("steps", "tokens", "warmup", "lr_factor", "cooldown", "clip", "negatives", "uniform_share",
                                             "repeat_share", "unk_rate", "curriculum", "position_dims", "seed", "stream",
-                                            "train_embeddings")}
+                                            "korean_share", "train_embeddings")}
     meta = {"transformer": config.to_dict(), "tasks": list(TASKS), "max_text_tokens": max_len,
             "alignment": ALIGNMENT,
-            "vocabulary": "wordfreq 3.1.1 English word list (data CC BY-SA 4.0), see training/data.py",
+            "vocabulary": "wordfreq 3.1.1 English and Korean word lists (data CC BY-SA 4.0), see training/data.py",
             "training": {**recipe, "optimizer": "Adam(0.9, 0.98, 1e-9) + warm-up schedule",
                          "dropout": config.dropout, "label_smoothing": 0.1,
                          "embeddings": "trained" if args.train_embeddings else "fixed random (seed), float16",

@@ -302,6 +302,9 @@ def _read_delta(delta, sess: _Session, st: Student) -> None:
             st.notices.append(body[:120])
 
 
+MODEL = [""]  # --model: every student's link names this model (default: the app's default model)
+
+
 async def run_student(st: Student, host: str, port: int, timeout: float, delay: float) -> Student:
     await asyncio.sleep(delay)
     t0 = time.monotonic()
@@ -325,7 +328,8 @@ async def run_student(st: Student, host: str, port: int, timeout: float, delay: 
                 st.backends.add(ws.response.headers["x-headlight-backend"])
             st.connect_s = time.monotonic() - t0
             stage = "first run"
-            sess.query_string = urlencode({"text": st.text1}, quote_via=quote)
+            sess.query_string = urlencode({"text": st.text1, **({"model": MODEL[0]} if MODEL[0] else {})},
+                                          quote_via=quote)
             await ws.send(_rerun_msg(sess, page_name=page_name))
             await _wait_run(ws, sess, st, t0 + timeout)
             st.first_s = time.monotonic() - t0
@@ -594,6 +598,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, help="numbers the students' sentences and start times (default: from the "
                    "clock, so a warm server has seen none of them); printed, pass it again to repeat a test")
     p.add_argument("--label", default="", help="text for the table's first column")
+    p.add_argument("--model", default="", help="the model every student's link names (e.g. multilingual-e5-small)")
     args = p.parse_args(argv)
     n = args.long or args.students
     if not 1 <= n <= MAX_STUDENTS:
@@ -610,6 +615,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    MODEL[0] = args.model
     host, port = check_loopback(args.url)
     n = args.long or args.students
     what = f"{n} students over {args.ramp:g} s, {'all pages' if args.pages == 'all' else args.pages}"

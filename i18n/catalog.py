@@ -28,6 +28,8 @@ import json
 import string
 from pathlib import Path
 
+from .particles import particle
+
 LANGS = ("en", "ko")
 DEFAULT_LANG = "en"
 LANG_NAMES = {"en": "English", "ko": "한국어"}
@@ -77,12 +79,32 @@ def pick_lang(*candidates: object) -> str:
     return DEFAULT_LANG
 
 
+class _Formatter(string.Formatter):
+    """str.format, plus a Korean particle after a value: "{head:|는}" -> "헤드 1은" / "헤드 2는", "{x:.3f|은}"
+    (i18n/particles.py)."""
+
+    def format_field(self, value, format_spec: str) -> str:
+        if "|" in format_spec:
+            spec, form = format_spec.rsplit("|", 1)
+            text = format(value, spec)
+            return text + particle(text, form)
+        return format(value, format_spec)
+
+
+FORMATTER = _Formatter()
+
+
+def render(msg: str, /, **fmt) -> str:
+    """Format a catalogue message (placeholders and particles)."""
+    return FORMATTER.format(msg, **fmt) if fmt else msg
+
+
 def t(key: str, lang: str = DEFAULT_LANG, /, **fmt) -> str:
     """The message `key` in `lang` (falling back to English, then to the key), formatted with `fmt`."""
     msg = catalogue(normalise(lang)).get(key)
     if msg is None:
         msg = catalogue(DEFAULT_LANG).get(key, key)
-    return msg.format(**fmt) if fmt else msg
+    return render(msg, **fmt)
 
 
 def error_message(exc: BaseException, lang: str = DEFAULT_LANG) -> str:
@@ -101,10 +123,10 @@ def error_message(exc: BaseException, lang: str = DEFAULT_LANG) -> str:
     if msg is not None:
         words = {k: cat.get(f"error.value.{v}", v) if isinstance(v, str) else v for k, v in params.items()}
         try:
-            return msg.format(**words)
+            return render(msg, **words)
         except (KeyError, IndexError, ValueError):  # a parameter the catalogue does not know: the lead-in below
             pass
-    return cat["error.untranslated"].format(msg=text)
+    return render(cat["error.untranslated"], msg=text)
 
 
 def term(key: str, lang: str = DEFAULT_LANG) -> str:

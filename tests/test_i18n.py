@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from i18n import LANGS, catalogue, glossary, pick_lang, t, term
-from i18n.catalog import placeholders
+from i18n.catalog import placeholders, render
 
 ROOT = Path(__file__).resolve().parents[1]
 USERS = ["ui/tour.py", "ui/quiz.py", "ui/share.py"]
@@ -26,7 +26,7 @@ def test_same_keys_in_every_language():
 def test_messages_are_non_empty_and_format(lang):
     for key, msg in catalogue(lang).items():
         assert msg.strip(), key
-        msg.format(**{p: 1 for p in placeholders(msg)})  # every placeholder takes a number (ints take .3f, ',')
+        render(msg, **{p: 1 for p in placeholders(msg)})  # every placeholder takes a number (ints take .3f, ',')
 
 
 def test_placeholders_identical():
@@ -85,7 +85,7 @@ def test_korean_step_titles_follow_the_notes():
     assert t("tour.positional.title", "ko") == "Positional Encoding"
     assert t("tour.add_norm.title", "ko") == "Add & Norm" and t("tour.ffn.title", "ko") == "Feed Forward"
     assert "쿼리" in t("tour.qkv.title", "ko") and "밸류" in t("tour.qkv.title", "ko")
-    assert "멀티 헤드" in t("tour.concat.title", "ko") and "크로스 어텐션" == t("tour.cross.title", "ko")
+    assert "멀티 헤드" in t("tour.concat.title", "ko") and "인코더-디코더 어텐션" == t("tour.cross.title", "ko")
 
 
 def test_matplotlib_export_renders_hangul():

@@ -12,7 +12,7 @@ from viz import crosslingual as vx
 
 from . import cache
 from .readable import MULTILINGUAL
-from .state import View, md_escape
+from .state import View, available_models, md_escape
 from .widgets import Export, chart, rename_columns
 
 URL = dict(bind="query-params")
@@ -21,8 +21,10 @@ URL = dict(bind="query-params")
 def crosslingual(view: View) -> None:
     lg = view.lang
     st.caption(t("e5.xl.intro", lg))
-    if view.model_name != MULTILINGUAL:
-        st.info(t("e5.xl.model_hint", lg, model=view.model_name))
+    # two languages need a model that reads both: this view runs multilingual-e5-small whatever the sidebar says
+    name = MULTILINGUAL if MULTILINGUAL in available_models() else view.model_name
+    if name != view.model_name:
+        st.caption(t("e5.xl.model_hint", lg, model=view.model_name))
     ca, cb = st.columns(2)
     a = ca.text_input(t("e5.xl.sentence_a", lg), xl.DEFAULT_EN[0], key="xl_a", **URL)
     qa = ca.text_input(t("e5.xl.query", lg), xl.DEFAULT_EN[1], key="xl_qa", **URL)
@@ -31,8 +33,8 @@ def crosslingual(view: View) -> None:
     qb = cb.text_input(t("e5.xl.query", lg), xl.DEFAULT_KO[1], key="xl_qb", **URL)
     kb = cb.text_input(t("e5.xl.target", lg), xl.DEFAULT_KO[2], key="xl_kb", **URL)
     try:
-        r = cache.cached(("crosslingual", view.model_name, view.device, a, qa, ka, b, qb, kb),
-                         lambda: xl.compare(cache.get_model(view.model_name, view.device), (a, qa, ka), (b, qb, kb)))
+        r = cache.cached(("crosslingual", name, view.device, a, qa, ka, b, qb, kb),
+                         lambda: xl.compare(cache.get_model(name, view.device), (a, qa, ka), (b, qb, kb)))
     except InputError as exc:
         st.info(md_escape(error_message(exc, lg)))
         return

@@ -86,9 +86,9 @@ def _ask(qid: str, question: str, labels: list[str], answer: int, lg: str) -> in
 
 def _verdict(qid: str, guess: int, answer: int, labels: list[str], detail: str, lg: str) -> None:
     if guess == answer:
-        st.success(t("quiz.right", lg, answer=md_escape(labels[answer])), icon="✅")
+        st.success(t("quiz.right", lg, answer=md_escape(labels[answer])), icon=":material/check_circle:")
     else:
-        st.warning(t("quiz.wrong", lg, answer=md_escape(labels[answer])), icon="✖️")
+        st.warning(t("quiz.wrong", lg, answer=md_escape(labels[answer])), icon=":material/cancel:")
     st.markdown(detail)
     st.button(t("quiz.again", lg), key=f"{qid}_again", on_click=_again, args=(qid,))
 

@@ -33,7 +33,7 @@ def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str]
     lg = lang
     if run.truncated:
         st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - 2, model=MODEL, k=len(run.source_tokens) - 2),
-                   icon="⚠️")
+                   icon=":material/warning:")
     if unknown_words:
         st.info(t("s2s.unknown", lg, words=", ".join(md_escape(w) for w in unknown_words)))
     st.markdown(t("s2s.source", lg))
@@ -43,9 +43,9 @@ def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str]
     if teacher:
         return
     if run.correct:
-        st.success(t("s2s.correct", lg, task=task if lg == "en" else t(f"s2s.task.{task}", lg)), icon="✅")
+        st.success(t("s2s.correct", lg, task=task if lg == "en" else t(f"s2s.task.{task}", lg)), icon=":material/check_circle:")
     else:
-        st.warning(t("s2s.expected", lg), icon="✖️")
+        st.warning(t("s2s.expected", lg), icon=":material/cancel:")
         st.code(" ".join(run.expected), language=None, wrap_lines=True)
 
 

@@ -57,6 +57,7 @@ def share_button(where=None, lang: str | None = None, key: str = "share") -> Non
     lg = lang or pick_lang(st.session_state.get("lang"), st.query_params.get("lang"))
     where = where or st
     pop = where.popover(t("share.button", lg), help=t("share.help", lg), width="stretch", key=f"{key}_popover",
+                        icon=":material/qr_code_2:",
                         on_change="rerun")
     if not pop.open:  # the code is made only while the popover is open: no QR work on other runs
         return

@@ -100,17 +100,17 @@ def run() -> None:
         # process's working set (48 students opening 512-token texts at once took it to 4-17 GB); Python's GIL and
         # the one torch thread per run mean more concurrent runs would not be faster
         with cache.compute_slot():
-            view = sidebar()
+            view = sidebar(page.url_path)
             token = _VIEW.set(view)
             try:
                 page.run()
             finally:
                 _VIEW.reset(token)
     except HeadlightError as exc:
-        st.error(error_message(exc, lang), icon="⚠️")
+        st.error(error_message(exc, lang), icon=":material/warning:")
     except Exception as exc:  # noqa: BLE001 - the boundary: log it, show a short message
         logging.getLogger("headlight").exception("page %s failed", page.title)
-        st.error(t("shell.error", lang, kind=type(exc).__name__), icon="⚠️")
+        st.error(t("shell.error", lang, kind=type(exc).__name__), icon=":material/warning:")
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
 
 
@@ -128,8 +128,12 @@ def model_label(name: str, lang: str) -> str:
     return get_spec(name).label if lang == "en" or key not in catalogue(lang) else t(key, lang)
 
 
-def sidebar() -> View:
-    """Draw the shared controls, sync them with the URL, return the View every page reads."""
+OWN_MODEL_PAGES = {"seq2seq"}  # pages that run their own model (seq2seq-tiny), whatever the sidebar's model
+
+
+def sidebar(page: str = "") -> View:
+    """Draw the shared controls, sync them with the URL, return the View every page reads. `page`: the url path
+    of the page that runs next."""
     ss = st.session_state
     if not ss.get(s.URL_DONE):
         s.read_url()
@@ -173,7 +177,7 @@ def sidebar() -> View:
                 lang=lang)
     spec = get_spec(model_name)
     if not spec.trained:
-        sb.caption(t("sidebar.untrained", lang))
+        sb.caption(":material/warning: " + t("sidebar.untrained", lang))
 
     if text.strip():
         try:
@@ -227,8 +231,9 @@ def sidebar() -> View:
         st.markdown(s.LECTURE_CSS, unsafe_allow_html=True)  # constant CSS, no user text
     view.notices = [*url_notices, *notices]
     for msg in view.notices:
-        st.warning(msg, icon="⚠️")
-    readable.unreadable_notice(view.trace, model_name, lang)
+        st.warning(msg, icon=":material/warning:")
+    if page not in OWN_MODEL_PAGES:
+        readable.unreadable_notice(view.trace, model_name, lang)
     if not text.strip():
-        st.info(t("shell.empty_text", lang), icon="✍️")
+        st.info(t("shell.empty_text", lang), icon=":material/edit:")
     return view

@@ -122,7 +122,7 @@ def render(view: View) -> None:
     key = STEPS[step - 1]
     st.title(t("tour.title", lg))
     if st.session_state.get(NOTICE):
-        st.warning(st.session_state[NOTICE], icon="⚠️")
+        st.warning(st.session_state[NOTICE], icon=":material/warning:")
     navigation(step, lg, "top")
     st.subheader(t("tour.step_title", lg, i=step, n=N_STEPS, title=t(f"tour.{key}.title", lg)))
     quiz_on = st.toggle(t("quiz.toggle", lg), key="quiz_on", help=t("quiz.toggle_help", lg))
@@ -132,7 +132,7 @@ def render(view: View) -> None:
     if key in DECODER_STEPS:
         _decoder_step(view, key, lg, quiz_on)
     elif view.trace is None or not view.text.strip():
-        st.info(t("tour.need_text", lg), icon="✍️")
+        st.info(t("tour.need_text", lg), icon=":material/edit:")
     else:
         _encoder_step(view, key, lg, quiz_on)
     st.divider()
@@ -304,9 +304,9 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
 
 # ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------
 def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
-    st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon="🔁")
+    st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon=":material/sync_alt:")
     if not view.text.strip():
-        st.info(t("tour.need_text", lg), icon="✍️")
+        st.info(t("tour.need_text", lg), icon=":material/edit:")
         return
     loaded = cache.get_model(DECODER_MODEL, view.device)
     c1, c2, c3 = st.columns([2, 1, 1])

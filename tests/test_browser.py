@@ -196,7 +196,7 @@ _VISIBLE_TEXT_JS = """() => {
       const el = n.parentElement;
       // icon ligatures, formulas (KaTeX), inline code and chart tick labels (token text) may stay Latin
       if (!n.textContent.trim()
-          || el.closest('[data-testid="stIconMaterial"], style, script, .katex, code, .xtick, .ytick')) continue;
+          || el.closest('[data-testid="stIconMaterial"], [data-testid="stAlertDynamicIcon"], style, script, .katex, code, .xtick, .ytick')) continue;
       const box = el.getBoundingClientRect();
       if (box.width === 0 && box.height === 0) continue;  // hidden
       out.push(n.textContent.trim());

@@ -92,23 +92,9 @@ def reference_model(packed):
     cfg._attn_implementation = "eager"
     ref = transformers.XLMRobertaModel(cfg, add_pooling_layer=False).eval()
 
-    sd = {"embeddings.word_embeddings.weight": packed.q4("emb.word", packed.vocab_size, 384)}
-    pos = np.zeros((514, 384), np.float32)
-    pos[2:] = packed.f32("emb.pos", (512, 384))
-    sd["embeddings.position_embeddings.weight"] = pos
-    sd["embeddings.token_type_embeddings.weight"] = packed.f32("emb.type", (2, 384))
-    sd["embeddings.LayerNorm.weight"], sd["embeddings.LayerNorm.bias"] = (packed.f32(f"emb.ln.{x}", (384,))
-                                                                          for x in "wb")
-    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-             "ao": "attention.output.dense", "fi": "intermediate.dense", "fo": "output.dense"}
-    shapes = {"q": (384, 384), "k": (384, 384), "v": (384, 384), "ao": (384, 384), "fi": (1536, 384), "fo": (384, 1536)}
-    for i in range(12):
-        for s, name in names.items():
-            sd[f"encoder.layer.{i}.{name}.weight"] = packed.q4(f"l{i}.{s}.w", *shapes[s])
-            sd[f"encoder.layer.{i}.{name}.bias"] = packed.f32(f"l{i}.{s}.b", (shapes[s][0],))
-        for s, name in {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}.items():
-            sd[f"encoder.layer.{i}.{name}.weight"] = packed.f32(f"l{i}.{s}.w", (384,))
-            sd[f"encoder.layer.{i}.{name}.bias"] = packed.f32(f"l{i}.{s}.b", (384,))
+    from e5_reference import xlmr_state
+
+    sd = xlmr_state(packed)
     ref.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in sd.items()}, strict=False)
     return ref
 

@@ -66,3 +66,29 @@ def our_embedding(model, text: str) -> np.ndarray:
     tr = model.trace("query: " + text, intermediates=True)
     v = tr.encoder_hidden_states[-1].mean(0)
     return v / np.linalg.norm(v)
+
+
+def xlmr_state(packed, word_rows: int | None = None) -> dict:
+    """transformers' XLMRobertaModel state dict (numpy) from the packed file, dequantised as model/e5.py does it.
+    XLM-R's positions are padding_idx + 1 + j, so rows 2.. of its 514-row table are emb.pos. `word_rows`: a word
+    table of that many zero rows (the caller feeds inputs_embeds) instead of the full 250,037-row table."""
+    h, ff = packed.d_model, packed.d_ff
+    pos = np.zeros((packed.max_positions + 2, h), np.float32)
+    pos[2:] = packed.f32("emb.pos", (packed.max_positions, h))
+    sd = {"embeddings.word_embeddings.weight": (np.zeros((word_rows, h), np.float32) if word_rows
+                                                 else packed.q4("emb.word", packed.vocab_size, h)),
+          "embeddings.position_embeddings.weight": pos,
+          "embeddings.token_type_embeddings.weight": packed.f32("emb.type", (packed.type_vocab_size, h)),
+          "embeddings.LayerNorm.weight": packed.f32("emb.ln.w", (h,)),
+          "embeddings.LayerNorm.bias": packed.f32("emb.ln.b", (h,))}
+    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+             "ao": "attention.output.dense", "fi": "intermediate.dense", "fo": "output.dense"}
+    shapes = {"q": (h, h), "k": (h, h), "v": (h, h), "ao": (h, h), "fi": (ff, h), "fo": (h, ff)}
+    for i in range(packed.n_layers):
+        for short, name in names.items():
+            sd[f"encoder.layer.{i}.{name}.weight"] = packed.q4(f"l{i}.{short}.w", *shapes[short])
+            sd[f"encoder.layer.{i}.{name}.bias"] = packed.f32(f"l{i}.{short}.b", (shapes[short][0],))
+        for short, name in {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}.items():
+            sd[f"encoder.layer.{i}.{name}.weight"] = packed.f32(f"l{i}.{short}.w", (h,))
+            sd[f"encoder.layer.{i}.{name}.bias"] = packed.f32(f"l{i}.{short}.b", (h,))
+    return sd

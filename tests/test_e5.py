@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from e5_reference import Engine, our_embedding
+from e5_reference import Engine, our_embedding, xlmr_state
 
 from model import e5
 from model.errors import HeadlightError, WeightsError
@@ -183,25 +183,7 @@ def reference(packed):
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     cfg._attn_implementation = "eager"  # the attention weights themselves (as the MiniLM parity test)
     ref = transformers.XLMRobertaModel(cfg, add_pooling_layer=False).eval()
-    sd = {}
-    pos = np.zeros((514, 384), np.float32)
-    pos[2:] = packed.f32("emb.pos", (512, 384))
-    sd["embeddings.position_embeddings.weight"] = pos
-    sd["embeddings.token_type_embeddings.weight"] = packed.f32("emb.type", (2, 384))
-    sd["embeddings.LayerNorm.weight"] = packed.f32("emb.ln.w", (384,))
-    sd["embeddings.LayerNorm.bias"] = packed.f32("emb.ln.b", (384,))
-    sd["embeddings.word_embeddings.weight"] = np.zeros((8, 384), np.float32)
-    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-             "ao": "attention.output.dense", "fi": "intermediate.dense", "fo": "output.dense"}
-    shapes = {"q": (384, 384), "k": (384, 384), "v": (384, 384), "ao": (384, 384), "fi": (1536, 384),
-              "fo": (384, 1536)}
-    for i in range(12):
-        for short, long in names.items():
-            sd[f"encoder.layer.{i}.{long}.weight"] = packed.q4(f"l{i}.{short}.w", *shapes[short])
-            sd[f"encoder.layer.{i}.{long}.bias"] = packed.f32(f"l{i}.{short}.b", (shapes[short][0],))
-        for short, long in {"aln": "attention.output.LayerNorm", "oln": "output.LayerNorm"}.items():
-            sd[f"encoder.layer.{i}.{long}.weight"] = packed.f32(f"l{i}.{short}.w", (384,))
-            sd[f"encoder.layer.{i}.{long}.bias"] = packed.f32(f"l{i}.{short}.b", (384,))
+    sd = xlmr_state(packed, word_rows=8)
     state = {k: torch.from_numpy(np.array(v)) for k, v in sd.items()}
     missing, unexpected = ref.load_state_dict(state, strict=False)
     assert not unexpected and not [k for k in missing if "position_ids" not in k and "token_type_ids" not in k]

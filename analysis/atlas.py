@@ -43,16 +43,9 @@ from .heads import encoder_input, locate, run_encoder
 
 PROBES_PATH = Path(__file__).resolve().parent.parent / "assets" / "probes" / "atlas_probes.json"
 PROBES_KO_PATH = PROBES_PATH.with_name("atlas_probes_ko.json")  # Korean probes, for models that read Korean
-LABELS = {
-    "prev": "Previous token",
-    "next": "Next token",
-    "self": "Self",
-    "sink": "[CLS]/[SEP] sink",
-    "punct": "Punctuation",
-    "broad": "Broad (high entropy)",
-    "same_word": "Same word elsewhere",
-    "coref": "Coreference (pronoun -> antecedent)",
-}
+# the labels, by key (their names are in the catalogue: heads.atlas.<key>): previous / next token, self, the
+# [CLS]/[SEP] sink, punctuation, broad (high entropy), the same word elsewhere, coreference (pronoun -> antecedent)
+LABELS = ("prev", "next", "self", "sink", "punct", "broad", "same_word", "coref")
 TOP_LABELS = (*LABELS, "mixed")
 # A head's top label: the specialised label whose score is furthest above its minimum here (mass labels: a third
 # of the attention; coreference: right on at least half of the labelled pairs, chance is about 1 in 10); failing
@@ -137,10 +130,6 @@ class Atlas:
         return TOP_LABELS
 
     @property
-    def label_titles(self) -> dict[str, str]:
-        return {**LABELS, "mixed": "Mixed (no clear pattern)", "coref_mass": "Coreference mass on the antecedent"}
-
-    @property
     def shape(self) -> tuple[int, int]:
         return self.scores["prev"].shape
 
@@ -158,7 +147,7 @@ class Atlas:
         tie = self.per_sentence["coref_mass"][:, layer, head] if label == "coref" else np.zeros_like(vals)
         order = [i for i in np.lexsort((-np.nan_to_num(tie), -np.nan_to_num(vals, nan=-np.inf)))
                  if not np.isnan(vals[i])]
-        return [{"Sentence": self.sentences[i], "Label": label, "Score": round(float(vals[i]), 3)}
+        return [{"sentence": self.sentences[i], "label": label, "score": round(float(vals[i]), 3)}
                 for i in order[:k]]
 
     def rows(self) -> list[dict]:
@@ -167,7 +156,7 @@ class Atlas:
         out = []
         for la in range(L):
             for h in range(H):
-                row = {"Layer": la, "Head": h, "Top label": self.top_label[la][h]}
+                row = {"layer": la, "head": h, "top_label": self.top_label[la][h]}
                 row.update({k: round(float(v[la, h]), 3) for k, v in self.scores.items()})
                 out.append(row)
         return out
@@ -183,7 +172,7 @@ class Atlas:
     def to_json_dict(self) -> dict:
         L, H = self.shape
         return {
-            "model": self.model, "labels": LABELS, "n_sentences": len(self.sentences), "n_coref": self.n_coref,
+            "model": self.model, "labels": list(LABELS), "n_sentences": len(self.sentences), "n_coref": self.n_coref,
             "shape": [L, H], "top_label": [list(r) for r in self.top_label],
             "scores": {k: np.round(v.astype(np.float64), 4).tolist() for k, v in self.scores.items()},
             "examples": {f"{la},{h}": self.examples(la, h) for la in range(L) for h in range(H)},

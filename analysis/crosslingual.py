@@ -45,9 +45,9 @@ class CrossLingual:
         """Every head with both weights and both ranks, strongest (by the smaller of the two ranks) first."""
         L, H = self.a.weight.shape
         ra, rb = _ranks(self.a.weight), _ranks(self.b.weight)
-        out = [{"Layer": la, "Head": h, "A": float(self.a.weight[la, h]), "B": float(self.b.weight[la, h]),
-                "Rank A": int(ra[la, h]), "Rank B": int(rb[la, h])} for la in range(L) for h in range(H)]
-        return sorted(out, key=lambda r: (max(r["Rank A"], r["Rank B"]), r["Rank A"] + r["Rank B"]))
+        out = [{"layer": la, "head": h, "a": float(self.a.weight[la, h]), "b": float(self.b.weight[la, h]),
+                "rank_a": int(ra[la, h]), "rank_b": int(rb[la, h])} for la in range(L) for h in range(H)]
+        return sorted(out, key=lambda r: (max(r["rank_a"], r["rank_b"]), r["rank_a"] + r["rank_b"]))
 
 
 def _ranks(w: np.ndarray) -> np.ndarray:

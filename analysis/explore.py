@@ -15,7 +15,7 @@ from model.trace import AttentionTrace
 from . import metrics as am
 from .frozen import freeze
 
-MODES = {"head": "Per head", "mean": "Average of heads", "rollout": "Rollout across layers"}
+MODES = ("head", "mean", "rollout")  # per head, the average of heads, rollout across layers (names: ex.mode.<key>)
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Derived:
     rows: list[str]  # n' labels (tokens, or words when merged)
     cols: list[str]  # m' labels
     row_of_token: dict[int, int]  # original query-token index -> row of `att` (absent when hidden)
-    head_names: list[str]
+    n_heads: int  # heads shown: H, or 1 for the mean of heads and for rollout
 
 
 def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = False, merge: bool = False) -> Derived:
@@ -35,11 +35,10 @@ def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = F
     att = trace.attention(block)  # (L, H, n, m)
     rows_tok, cols_tok = trace.axis_tokens(block)
     rows_sp, cols_sp = trace.axis_special(block)
-    names = [f"Head {h}" for h in range(att.shape[1])]
     if mode == "mean":
-        att, names = am.head_average(att), ["mean of heads"]
+        att = am.head_average(att)
     elif mode == "rollout":
-        att, names = am.rollout(att)[:, None], ["rollout"]
+        att = am.rollout(att)[:, None]
     row_idx, col_idx = list(range(att.shape[-2])), list(range(att.shape[-1]))
     if hide:
         att, row_idx, col_idx = am.drop_special(att, rows_sp, cols_sp)
@@ -54,8 +53,8 @@ def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = F
         row_of = {row_idx[i]: u for u, unit in enumerate(r_units) for i in unit}
         rows, cols = am.unit_labels(rows, r_units), am.unit_labels(cols, c_units)
     if att is trace.attention(block):  # no transform: share the trace's read-only array (72 MB at 512 tokens)
-        return freeze(Derived(att, rows, cols, row_of, names))
-    return freeze(Derived(np.ascontiguousarray(att, dtype=np.float32), rows, cols, row_of, names))
+        return freeze(Derived(att, rows, cols, row_of, att.shape[1]))
+    return freeze(Derived(np.ascontiguousarray(att, dtype=np.float32), rows, cols, row_of, att.shape[1]))
 
 
 def block_metrics(trace: AttentionTrace, block: str) -> dict[str, np.ndarray]:

@@ -183,8 +183,8 @@ class FlowResult:
     rollout_matrix: np.ndarray  # (L, n, n) rollout up to every layer
 
     def rows(self) -> list[dict]:
-        return [{"Position": j, "Token": t, "Rollout": round(float(self.rollout[j]), 4),
-                 "Flow": round(float(self.flow[j]), 4)} for j, t in enumerate(self.tokens)]
+        return [{"position": j, "token": t, "rollout": round(float(self.rollout[j]), 4),
+                 "flow": round(float(self.flow[j]), 4)} for j, t in enumerate(self.tokens)]
 
 
 def flow_and_rollout(att: np.ndarray, tokens: list[str], token: int, *, max_tokens: int = FLOW_MAX_TOKENS,

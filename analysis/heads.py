@@ -48,8 +48,8 @@ PRESET_KO_B = "그 동물은 길을 건너지 않았다. 그것은 너무 넓었
 PRESET_KO_QUERY = "그것은"
 PRESET_KO_CANDIDATES = ("동물은", "길을")
 FLIP_MARGIN = 0.03  # a preference must be at least this large on both sides to count as a flip
-ABLATION_LABELS = {"zero": "Zero the head's output", "mean": "Replace by its mean over positions",
-                   "keep": "Keep only the chosen heads of the layer"}
+# zero the head's output, replace it by its mean over positions, or keep only the chosen heads of the layer
+ABLATIONS = ("zero", "mean", "keep")
 
 TokenSpec = str | int | tuple[int, int]  # a token or word, a token position in A, or positions (in A, in B)
 
@@ -268,12 +268,11 @@ class MinimalPair:
         out = []
         for rank, (la, h) in enumerate(self.ranking[:top] if top else self.ranking, start=1):
             out.append({
-                "Rank": rank, "Layer": la, "Head": h, "Head name": f"Layer {la} · Head {h}",
-                f"A: w({c1})": round(float(self.w1_a[la, h]), 3), f"A: w({c2})": round(float(self.w2_a[la, h]), 3),
-                f"B: w({c1})": round(float(self.w1_b[la, h]), 3), f"B: w({c2})": round(float(self.w2_b[la, h]), 3),
-                "A: preference": round(float(self.pref_a[la, h]), 3),
-                "B: preference": round(float(self.pref_b[la, h]), 3),
-                "Change": round(float(self.change[la, h]), 3), "Flipped": bool(fl[la, h]),
+                "rank": rank, "layer": la, "head": h,
+                "a_w1": round(float(self.w1_a[la, h]), 3), "a_w2": round(float(self.w2_a[la, h]), 3),
+                "b_w1": round(float(self.w1_b[la, h]), 3), "b_w2": round(float(self.w2_b[la, h]), 3),
+                "pref_a": round(float(self.pref_a[la, h]), 3), "pref_b": round(float(self.pref_b[la, h]), 3),
+                "change": round(float(self.change[la, h]), 3), "flipped": bool(fl[la, h]),
             })
         return out
 
@@ -457,7 +456,7 @@ class EncoderEffect:
         return int(changed[0]) if changed.size else self.attention_before.shape[0]
 
     def rows(self) -> list[dict]:
-        return [{"Position": i, "Token": t, "Cosine": round(float(c), 5), "1 - cosine": round(float(1 - c), 5)}
+        return [{"position": i, "token": t, "cosine": round(float(c), 5), "one_minus_cos": round(float(1 - c), 5)}
                 for i, (t, c) in enumerate(zip(self.tokens, self.token_cosine))]
 
 
@@ -519,10 +518,10 @@ class EffectGrid:
         key = self.sentence_change if by == "sentence" else self.token_change
         L, H = key.shape
         order = sorted(((la, h) for la in range(L) for h in range(H)), key=lambda lh: (-key[lh], lh))
-        return [{"Rank": r, "Layer": la, "Head": h, "Head name": f"Layer {la} · Head {h}",
-                 "Sentence embedding 1 - cos": float(f"{self.sentence_change[la, h]:.3g}"),
-                 "Mean token 1 - cos": float(f"{self.token_change[la, h]:.3g}"),
-                 "Most changed token": self.tokens[int(self.most_changed_token[la, h])]}
+        return [{"rank": r, "layer": la, "head": h,
+                 "sentence_change": float(f"{self.sentence_change[la, h]:.3g}"),
+                 "token_change": float(f"{self.token_change[la, h]:.3g}"),
+                 "most_changed": self.tokens[int(self.most_changed_token[la, h])]}
                 for r, (la, h) in enumerate(order, start=1)]
 
 
@@ -538,9 +537,9 @@ def rank_heads_by_effect(model, text: str, mode: str = "zero", *,
     """Ablate every encoder head on its own (L x H runs; 72 on MiniLM) and measure each effect. Runs batched: one
     forward of up to `chunk` rows (automatic: by memory), row r ablating head r; `progress(fraction)` after each.
     `baseline`: a cached `encoder_run(model, text)`."""
-    if mode not in ABLATION_LABELS:
-        raise InputError(f"unknown ablation {mode!r}; use one of {', '.join(ABLATION_LABELS)}", key="unknown_ablation",
-                         mode=repr(mode), modes=", ".join(ABLATION_LABELS))
+    if mode not in ABLATIONS:
+        raise InputError(f"unknown ablation {mode!r}; use one of {', '.join(ABLATIONS)}", key="unknown_ablation",
+                         mode=repr(mode), modes=", ".join(ABLATIONS))
     inp = encoder_input(model, text, **encode_kw)
     L, H = n_layers_heads(model, "encoder")
     n = len(inp)
@@ -601,7 +600,7 @@ class DecoderEffect:
 
     def top_rows(self) -> list[dict]:
         """Every token of either top-k with its probability before and after (also where it is not in the top-k)."""
-        return [{"Token": t, "Before": round(b, 4), "After": round(a, 4)} for t, b, a in self.compared]
+        return [{"token": t, "before": round(b, 4), "after": round(a, 4)} for t, b, a in self.compared]
 
 
 def _topk(probs: torch.Tensor, tok: Callable[[int], str | None], k: int) -> tuple[tuple[str, float], ...]:
@@ -681,8 +680,8 @@ class ValueNorms:
 
     def special_rows(self) -> list[dict]:
         w, s = self.special_weight_share, self.special_norm_share
-        return [{"Layer": la, "Head": h, "Weight on specials": round(float(w[la, h]), 3),
-                 "Norm share on specials": round(float(s[la, h]), 3)}
+        return [{"layer": la, "head": h, "weight_share": round(float(w[la, h]), 3),
+                 "norm_share": round(float(s[la, h]), 3)}
                 for la in range(w.shape[0]) for h in range(w.shape[1])]
 
 
@@ -733,8 +732,8 @@ class LogitLens:
     def rows(self) -> list[dict]:
         out = []
         for la, name in enumerate(self.layers):
-            row = {"Layer": name, "P(answer)": round(float(self.answer_prob[la]), 4),
-                   "Rank of answer": int(self.answer_rank[la]) + 1}
+            row = {"layer": name, "p_answer": round(float(self.answer_prob[la]), 4),
+                   "answer_rank": int(self.answer_rank[la]) + 1}
             for r, (t, p) in enumerate(zip(self.top_tokens[la], self.top_probs[la]), start=1):
                 row[f"#{r}"] = f"{t} ({p:.2f})"
             out.append(row)

@@ -21,14 +21,8 @@ import numpy as np
 
 from model.tokenizer import piece_text
 
-METRICS = {
-    "entropy": "Entropy (bits)",
-    "special": "Mass on [CLS]/[SEP]",
-    "self": "Mass on self",
-    "prev": "Mass on previous token",
-    "next": "Mass on next token",
-    "distance": "Mean distance (tokens)",
-}
+# the head metrics, by key (their names are in the catalogue: ex.metric.<key>)
+METRICS = ("entropy", "special", "self", "prev", "next", "distance")
 
 
 # ---- transforms -----------------------------------------------------------------------------------------------
@@ -129,15 +123,15 @@ def head_metrics(att: np.ndarray, col_special=None, *, square: bool | None = Non
 
 
 def metrics_rows(metrics: dict[str, np.ndarray]) -> list[dict]:
-    """One dict per head (Layer, Head, then each metric rounded to 3 decimals), for a sortable table."""
+    """One dict per head (layer, head, then each metric by key, rounded to 3 decimals), for a sortable table."""
     L, H = next(iter(metrics.values())).shape
     rows = []
     for layer in range(L):
         for head in range(H):
-            row = {"Layer": layer, "Head": head}
-            for k, label in METRICS.items():
+            row = {"layer": layer, "head": head}
+            for k in METRICS:
                 v = float(metrics[k][layer, head])
-                row[label] = None if np.isnan(v) else round(v, 3)
+                row[k] = None if np.isnan(v) else round(v, 3)
             rows.append(row)
     return rows
 
@@ -153,6 +147,6 @@ def top_attended(att: np.ndarray, query: int, col_labels: list[str], exclude: in
     for layer in range(rows.shape[0]):
         for head in range(rows.shape[1]):
             j = int(best[layer, head])
-            out.append({"Layer": layer, "Head": head, "Most attended": col_labels[j], "Position": j,
-                        "Weight": round(float(att[layer, head, query, j]), 3)})
+            out.append({"layer": layer, "head": head, "most_attended": col_labels[j], "position": j,
+                        "weight": round(float(att[layer, head, query, j]), 3)})
     return out

@@ -20,7 +20,7 @@ st.title(t("steps.title", lg))
 st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}}\right) V"
          r"\qquad \operatorname{MultiHead} = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}")
 trace = require_trace(view)
-where = view.label if lg == "en" else layer_head(view.layer, view.head, lg)
+where = layer_head(view.layer, view.head, lg)
 st.caption(t("steps.caption", lg, model=view.model_name, block=labs.block_label(view.block, lg), where=where)
            + ("" if view.model.trained else t("steps.untrained", lg)))
 steps = cache.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)

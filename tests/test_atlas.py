@@ -80,15 +80,15 @@ def test_minilm_atlas_finds_known_heads(atlas):
         assert not arr.flags.writeable
     assert atlas.seconds < 30
     ex = atlas.examples(3, 1)
-    assert len(ex) == 3 and all(e["Score"] == 1.0 for e in ex)
+    assert len(ex) == 3 and all(e["score"] == 1.0 for e in ex)
 
 
 def test_atlas_export(atlas, tmp_path):
     rows = list(csv.DictReader(io.StringIO(atlas.to_csv())))
-    assert len(rows) == 72 and rows[0]["Top label"] == atlas.top_label[0][0]
+    assert len(rows) == 72 and rows[0]["top_label"] == atlas.top_label[0][0]
     data = json.loads(atlas.save(tmp_path / "a.json").read_text())
     assert data["shape"] == [6, 12] and data["top_label"][3][1] == "coref" and len(data["examples"]["3,1"]) == 3
-    assert atlas.save(tmp_path / "a.csv").read_text().startswith("Layer,Head,Top label")
+    assert atlas.save(tmp_path / "a.csv").read_text().startswith("layer,head,top_label")
     with pytest.raises(ValueError):
         atlas.save(tmp_path / "a.txt")
 

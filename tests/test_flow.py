@@ -103,7 +103,7 @@ def test_flow_on_a_real_model_is_bounded_and_result_read_only(minilm):
     np.testing.assert_allclose(res.rollout, F.rollout(tr.encoder_attention)[-1, 10])
     with pytest.raises(ValueError):
         res.flow[0] = 0.0
-    assert res.rows()[10]["Token"] == "it"
+    assert res.rows()[10]["token"] == "it"
 
 
 def test_flow_refuses_long_inputs_and_bad_tokens():

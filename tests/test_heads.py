@@ -38,9 +38,9 @@ def test_preset_ranks_layer3_head1_first_and_flags_only_layer4_head0(pair):
     assert pair.pref_a[4, 0] == pytest.approx(0.04, abs=0.01) and pair.pref_b[4, 0] == pytest.approx(-0.12, abs=0.01)
     assert [tuple(x) for x in np.argwhere(pair.flipped)] == [(4, 0)]
     rows = pair.rows()
-    assert rows[0]["Head name"] == "Layer 3 · Head 1" and not rows[0]["Flipped"]
-    assert [r["Head name"] for r in rows if r["Flipped"]] == ["Layer 4 · Head 0"]
-    assert len(rows) == 72 and [r["Rank"] for r in rows] == list(range(1, 73))
+    assert (rows[0]["layer"], rows[0]["head"]) == (3, 1) and not rows[0]["flipped"]
+    assert [(r["layer"], r["head"]) for r in rows if r["flipped"]] == [(4, 0)]
+    assert len(rows) == 72 and [r["rank"] for r in rows] == list(range(1, 73))
 
 
 def test_pair_weights_are_the_model_attention(pair, minilm):
@@ -248,7 +248,7 @@ def test_rank_all_batched_matches_single_runs(minilm, mode):
         assert grid.sentence_change[layer, head] == pytest.approx(single.sentence_change, abs=1e-5)
         assert grid.token_change[layer, head] == pytest.approx(float(single.token_change.mean()), abs=1e-5)
     rows = grid.rows()
-    assert rows[0]["Sentence embedding 1 - cos"] >= rows[-1]["Sentence embedding 1 - cos"]
+    assert rows[0]["sentence_change"] >= rows[-1]["sentence_change"]
 
 
 def test_batched_head_ablation_applies_the_model_ablation_per_row():
@@ -317,10 +317,10 @@ def test_decoder_effect_with_cross_attention_ablated(s2s):
     d = H.decoder_effect(s2s, "the cat sat on the mat", heads, task="copy", step=0)
     assert d.top_before != d.top_after  # without any cross-attention the decoder cannot see the source
     assert d.exact_after is False
-    rows = {r["Token"]: r for r in d.top_rows()}
+    rows = {r["token"]: r for r in d.top_rows()}
     assert set(rows) == {t for t, _ in d.top_before} | {t for t, _ in d.top_after}
     for t, p in d.top_after:
-        assert rows[t]["After"] == pytest.approx(p, abs=1e-4)
+        assert rows[t]["after"] == pytest.approx(p, abs=1e-4)
 
 
 def test_logit_lens_last_layer_is_the_model_output(s2s):
@@ -366,9 +366,12 @@ def test_figures_build_and_escape_user_text(minilm, pair):
     marks = [(la, h) for la, row in enumerate(grid.data[0].text) for h, t in enumerate(row) if t]
     assert marks == [(4, 0)] and grid.data[0].text[4][0].startswith(V.FLIP_MARK)
     assert [(s.x0, s.y0) for s in grid.layout.shapes] == [(-0.5, 3.5)]
-    table = V.ranked_table(pair)
+    from ui.heads import ranked_table  # the page's table: headers and head names in the interface language
+    table = ranked_table(pair, "en")
     assert table[0]["Head"] == "Layer 3 · Head 1"
     assert [r["Head"] for r in table if r["Flipped"]] == ["Layer 4 · Head 0"]
+    ko = ranked_table(pair, "ko")
+    assert ko[0]["헤드"] == "레이어 3 · 헤드 1" and "A: w(it)" not in ko[0]
 
 
 def test_seq2seq_figures(s2s):

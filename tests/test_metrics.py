@@ -104,7 +104,7 @@ def test_metrics_of_cross_attention_have_no_positional_values():
     assert np.isnan(m["self"]).all() and np.isnan(m["distance"]).all()
     np.testing.assert_allclose(m["entropy"], np.log2(5), rtol=1e-5)
     rows = vm.metrics_rows(m)
-    assert len(rows) == 4 and rows[0]["Mass on self"] is None and rows[3]["Layer"] == 1 and rows[3]["Head"] == 1
+    assert len(rows) == 4 and rows[0]["self"] is None and rows[3]["layer"] == 1 and rows[3]["head"] == 1
 
 
 def test_top_attended_and_exclude_self():
@@ -112,9 +112,9 @@ def test_top_attended_and_exclude_self():
     att[0, 0, 1] = [0.1, 0.6, 0.3]
     att[0, 1, 1] = [0.7, 0.2, 0.1]
     table = vm.top_attended(att, 1, ["a", "b", "c"])
-    assert [(r["Head"], r["Most attended"], r["Weight"]) for r in table] == [(0, "b", 0.6), (1, "a", 0.7)]
+    assert [(r["head"], r["most_attended"], r["weight"]) for r in table] == [(0, "b", 0.6), (1, "a", 0.7)]
     table = vm.top_attended(att, 1, ["a", "b", "c"], exclude=1)
-    assert table[0]["Most attended"] == "c" and table[0]["Weight"] == pytest.approx(0.3)
+    assert table[0]["most_attended"] == "c" and table[0]["weight"] == pytest.approx(0.3)
 
 
 def test_pool_downsamples_512_and_keeps_the_mean():

@@ -80,4 +80,4 @@ def test_a_link_too_long_for_a_qr_code_gets_a_message():
     at.session_state["share_popover"] = True
     at.run()
     assert not at.exception
-    assert any("too many for a QR code" in i.value for i in at.sidebar.info)
+    assert any("too many for a QR code" in i.value for i in at.sidebar.info)  # share.too_long

@@ -23,28 +23,20 @@ from analysis import atlas, decoding, explore, flow, heads, masks, positional, s
 from analysis import trace as traces
 from analysis.cache import ByteBudgetCache, budget_bytes
 from analysis.frozen import freeze
-from i18n import error_message, pick_lang, t
+from i18n import error_message, t
 from model import DEFAULT_MODEL, HeadlightError, load_model
 from model.trace import AttentionTrace
 from viz.attention import mosaic
 
-from .state import K_LANG
+from .widgets import session_lang
 
 THUMB = 24  # thumbnail side in the all-heads grid (pooled)
 LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decoder: the trained one when it loads
 
 
-def _lang() -> str:
-    """The session's language (the sidebar's "lang"), English outside a run."""
-    try:
-        return pick_lang(st.session_state.get(K_LANG))
-    except Exception:  # noqa: BLE001 - no Streamlit run (plain unit tests)
-        return "en"
-
-
 def _msg(key: str, **fmt) -> str:
     """A progress message or notice in the session's language."""
-    return t(key, _lang(), **fmt)
+    return t(key, session_lang(), **fmt)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -125,7 +117,7 @@ def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, o
     except (HeadlightError, ImportError, OSError) as exc:
         if name == DEFAULT_MODEL:
             raise
-        notices.append(_msg("error.model_fallback", name=name, msg=error_message(exc, _lang()), default=DEFAULT_MODEL))
+        notices.append(_msg("error.model_fallback", name=name, msg=error_message(exc, session_lang()), default=DEFAULT_MODEL))
         return DEFAULT_MODEL, get_model(DEFAULT_MODEL, device)
 
 

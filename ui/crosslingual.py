@@ -47,10 +47,9 @@ def crosslingual(view: View) -> None:
     with g2:
         chart(cross_grid(r.b, zmax, r, view), "xl_grid_b", Export(r.b.weight, *_axes(r, lg), t("e5.xl.export", lg), b))
     chart(vx.agreement_scatter(r, lecture=view.lecture, lang=lg), "xl_scatter")
-    rows = [{"Head": t("widgets.layer_head", lg, layer=x["Layer"], head=x["Head"]), "A": round(x["A"], 3),
-             "B": round(x["B"], 3), "Rank A": x["Rank A"], "Rank B": x["Rank B"]} for x in r.rows()[:12]]
-    st.table(rename_columns(rows, lg, {"A": "e5.xl.col_a", "B": "e5.xl.col_b", "Rank A": "e5.xl.col_rank_a",
-                                       "Rank B": "e5.xl.col_rank_b"}))
+    rows = [{"head": t("widgets.layer_head", lg, layer=x["layer"], head=x["head"]), "a": round(x["a"], 3),
+             "b": round(x["b"], 3), "rank_a": x["rank_a"], "rank_b": x["rank_b"]} for x in r.rows()[:12]]
+    st.table(rename_columns(rows, lg))
 
 
 def cross_grid(side, zmax, r, view: View):

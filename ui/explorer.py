@@ -42,7 +42,7 @@ def options(view: View) -> tuple[str, bool, bool]:
         st.session_state[K_MODE] = "head"
     lg = view.lang
     mode = c1.segmented_control(t("ex.show", lg), modes, key=K_MODE, persist_state="session",
-                                format_func=lambda m: MODES[m] if lg == "en" else t(f"ex.mode.{m}", lg),
+                                format_func=lambda m: t(f"ex.mode.{m}", lg),
                                 help=t("ex.show_help", lg)) or "head"
     hide = c2.toggle(t("ex.hide", lg), key=K_HIDE, persist_state="session", help=t("ex.hide_help", lg))
     merge = c3.toggle(t("ex.merge", lg), key=K_MERGE, persist_state="session",
@@ -60,11 +60,9 @@ def title(view: View, mode: str) -> str:
 
 def head_names(d: Derived, mode: str, lang: str) -> list[str]:
     """The heads of a Derived view as shown: 'Head 3', 'mean of heads' or 'rollout', in the interface language."""
-    if lang == "en":
-        return list(d.head_names)
     if mode == "head":
-        return [t("ex.head_n", lang, i=h) for h in range(len(d.head_names))]
-    return [t(f"ex.head_name.{mode}", lang)] * len(d.head_names)
+        return [t("ex.head_n", lang, i=h) for h in range(d.n_heads)]
+    return [t(f"ex.head_name.{mode}", lang)] * d.n_heads
 
 
 def head_from_selection(state) -> tuple[int, int] | None:
@@ -139,7 +137,7 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
 
 def metric_labels(lang: str) -> dict[str, str]:
     """analysis.metrics.METRICS in the interface language."""
-    return dict(am.METRICS) if lang == "en" else {k: t(f"ex.metric.{k}", lang) for k in am.METRICS}
+    return {k: t(f"ex.metric.{k}", lang) for k in am.METRICS}
 
 
 def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
@@ -203,7 +201,7 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     table = am.top_attended(d.att, row, d.cols, exclude=row if skip_self and view.block != "cross" else None)
     if mode != "head":
         for r in table:
-            r["Head"] = names[r["Head"]]
+            r["head"] = names[r["head"]]
     table = rename_columns(table, lg)
     st.dataframe(table, hide_index=True, key="ex_top_table", height=min(420, 36 * len(table) + 40))
 
@@ -219,7 +217,7 @@ def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en") -> tuple[np.
 def metrics_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     lg = view.lang
     metrics = cache.block_metrics(view.model_name, view.device, view.text, view.block)
-    rows = rename_columns(am.metrics_rows(metrics), lg, {am.METRICS[k]: f"ex.metric.{k}" for k in am.METRICS})
+    rows = rename_columns(am.metrics_rows(metrics), lg)
     st.dataframe(rows, hide_index=True, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
     st.caption(t("ex.metrics.caption", lg))
     st.download_button(t("ex.metrics.csv", lg), lambda: matrix_csv(*metrics_table(metrics, lg)),

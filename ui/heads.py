@@ -25,8 +25,17 @@ TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.t
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
 K_TAB = "hl_tab"
 URL = dict(bind="query-params")
-COLS = {"A: preference": "heads.col.pref_a", "B: preference": "heads.col.pref_b", "Cosine": "heads.col.cosine",
-        "1 - cosine": "heads.col.one_minus_cos"}
+def ranked_table(pair, lang: str, top: int = 12) -> list[dict]:
+    """The minimal pair's heads ranked by the change of preference: head, change, flip mark, then the weights and
+    preferences in A and B (headers in the interface language)."""
+    _, c1, c2 = pair.labels
+    names = {"a_w1": t("col.a_w", lang, c=c1), "a_w2": t("col.a_w", lang, c=c2), "b_w1": t("col.b_w", lang, c=c1),
+             "b_w2": t("col.b_w", lang, c=c2)}
+    rows = [{"rank": r["rank"], "head": layer_head(r["layer"], r["head"], lang), "change": r["change"],
+             "flipped": f"{vh.FLIP_MARK} {t('heads.viz.flipped', lang)}" if r["flipped"] else "",
+             **{k: v for k, v in r.items() if k[:2] in ("a_", "b_") or k.startswith("pref_")}}
+            for r in pair.rows(top)]
+    return rename_columns(rows, lang, names)
 
 
 def tabs(view: View) -> list:
@@ -41,7 +50,7 @@ def input_error(exc: InputError, lang: str) -> None:
 
 
 def task_label(task: str, lang: str) -> str:
-    return task if lang == "en" else t(f"tour.task.{task}", lang)
+    return t(f"tour.task.{task}", lang)
 
 
 def head_options(view: View) -> list[str]:
@@ -57,7 +66,7 @@ def head_options(view: View) -> list[str]:
 def head_option_label(option: str, lang: str) -> str:
     """How a head option is shown ("decoder_self:1.2" -> "디코더 셀프:1.2" in Korean); the value stays as it is."""
     block, _, lh = option.rpartition(":")
-    return option if lang == "en" or not block else f"{t(f'heads.opt.{block}', lang)}:{lh}"
+    return f"{t(f'heads.opt.{block}', lang)}:{lh}" if block else option
 
 
 def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
@@ -99,8 +108,8 @@ def minimal_pairs(view: View) -> None:
     chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", Export(
         pair.change, *axes(pair.change, lg), t("heads.pairs.export", lg), a))
     # a plain table: the ranked rows are readable text (and in the DOM)
-    st.table(rename_columns(vh.ranked_table(pair, top=12, lang=lg), lg, COLS))
-    st.caption(vh.note("pairs", lg))
+    st.table(ranked_table(pair, lg))
+    st.caption(t("heads.note.pairs", lg))
     delta = pair.delta(view.layer, view.head)
     chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", Export(
         delta.delta, list(delta.labels), list(delta.labels), f"B − A · {layer_head(view.layer, view.head, lg)}",
@@ -113,10 +122,10 @@ def surgery(view: View) -> None:
     c1, c2 = st.columns([3, 2])
     chosen = c1.multiselect(t("heads.surgery.heads", lg), head_options(view), key="hl_heads", **URL,
                             format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg))
-    mode = c2.selectbox(t("heads.surgery.mode", lg), list(ah.ABLATION_LABELS), key="hl_mode", **URL,
-                        format_func=ah.ABLATION_LABELS.get if lg == "en" else lambda m: t(f"heads.ablation.{m}", lg))
+    mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key="hl_mode", **URL,
+                        format_func=lambda m: t(f"heads.ablation.{m}", lg))
     picked = tuple(ah.heads_from_text(",".join(chosen)))
-    st.caption(vh.note("surgery", lg))
+    st.caption(t("heads.note.surgery", lg))
     if view.model.config.is_encoder_decoder:
         task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
                         format_func=lambda x: task_label(x, lg))
@@ -128,7 +137,7 @@ def surgery(view: View) -> None:
               task=task_label(task, lg)))
         rows = effect.top_rows()
         chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
-            np.array([[r["Before"], r["After"]] for r in rows]), [r["Token"] for r in rows],
+            np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
             [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
             t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
         return
@@ -155,7 +164,7 @@ def beyond_weights(view: View) -> None:
     lg = view.lang
     where = layer_head(view.layer, view.head, lg)
     vn = cache.value_norms(view.model_name, view.device, view.text)
-    st.caption(vh.note("norms", lg))
+    st.caption(t("heads.note.norms", lg))
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
     for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
         with col:
@@ -175,7 +184,7 @@ def beyond_weights(view: View) -> None:
         chart(vh.flow_bars(fr, lecture=view.lecture, lang=lg), "hl_flow", Export(
             np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lg), t("heads.viz.flow", lg)], list(fr.tokens),
             t("heads.beyond.flow", lg), view.text, "attention-flow"))
-        st.caption(vh.note("flow", lg))
+        st.caption(t("heads.note.flow", lg))
     if view.model.config.is_encoder_decoder:
         task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
                         format_func=lambda x: task_label(x, lg))
@@ -184,7 +193,7 @@ def beyond_weights(view: View) -> None:
         chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
             lens.top_probs, list(lens.layers), [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
             t("heads.beyond.lens", lg), view.text, "logit-lens"))
-        st.caption(vh.note("lens", lg))
+        st.caption(t("heads.note.lens", lg))
     else:
         st.info(t("heads.beyond.no_lens", lg))
 
@@ -198,8 +207,7 @@ def atlas(view: View) -> None:
         idx, *axes(idx, lg), t("heads.atlas.export", lg), filename="head-atlas"))
     st.markdown(t("heads.atlas.best", lg, where=layer_head(view.layer, view.head, lg)))
     examples = at.examples(view.layer, view.head)
-    if lg != "en":
-        examples = [{**r, "Label": t(f"heads.atlas.{r['Label']}", lg)} for r in examples]
+    examples = [{**r, "label": t(f"heads.atlas.{r['label']}", lg)} for r in examples]
     st.dataframe(rename_columns(examples, lg), hide_index=True, key="hl_examples")
     c1, c2 = st.columns(2)
     c1.download_button(t("heads.atlas.csv", lg), lambda: at.to_csv(), f"{view.model_name}-head-atlas.csv", "text/csv",

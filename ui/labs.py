@@ -11,7 +11,6 @@ from analysis.masks import decoder_stages, example_masks, padded_stages, stage_c
 from analysis.positional import MAX_D_MODEL, MAX_POSITIONS
 from i18n import LANGS, error_message, t
 from model.errors import HeadlightError
-from model.trace import BLOCK_LABELS
 from viz import masks as vm
 from viz import positional as vp
 from viz import steps as vs_steps
@@ -172,7 +171,7 @@ def learned_vs_fixed(view: View) -> None:
 
 def block_label(block: str, lang: str) -> str:
     """The attention block's name ("Encoder self-attention", ...) in the interface language."""
-    return BLOCK_LABELS[block] if lang == "en" else t(f"block.{block}", lang)
+    return t(f"block.{block}", lang)
 
 
 def draw_stage(view: View, stage, lang: str = "en") -> None:
@@ -183,8 +182,7 @@ def draw_stage(view: View, stage, lang: str = "en") -> None:
     if stage.trivial:  # no blocked cell: the mask is all ones and the masked scores equal the scaled ones
         st.info(t("steps.mask_none" if stage.key == "mask" else "steps.masked_none", lang))
         return
-    title = (f"{view.model_name} · {block_label(view.block, lang)} · {layer_head(view.layer, view.head, lang)}"
-             if lang != "en" else f"{view.model_name} · {BLOCK_LABELS[view.block]} · {view.label}")
+    title = f"{view.model_name} · {block_label(view.block, lang)} · {layer_head(view.layer, view.head, lang)}"
     chart(stage_figure(stage, lecture=view.lecture, lang=lang), f"step_{stage.key}", Export(
         stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", view.text,
         f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}", heatmap=dict(

@@ -23,7 +23,7 @@ def controls(model, lang: str = "en") -> tuple[str, bool, int, int | str]:
     teacher = c2.toggle(t("s2s.teacher", lg), key="teacher_forcing", help=t("s2s.teacher_help", lg))
     n_layers, n_heads = model.config.n_decoder_layers, model.config.n_heads
     layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
-                         format_func=str if lg == "en" else (lambda i: t("s2s.layer_n", lg, i=i)))
+                         format_func=lambda i: t("s2s.layer_n", lg, i=i))
     head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",
                         format_func=lambda h: t("s2s.head_mean", lg) if h == "mean" else t("s2s.head_n", lg, i=h))
     return task, teacher, layer, head
@@ -43,7 +43,7 @@ def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str]
     if teacher:
         return
     if run.correct:
-        st.success(t("s2s.correct", lg, task=task if lg == "en" else t(f"s2s.task.{task}", lg)), icon=":material/check_circle:")
+        st.success(t("s2s.correct", lg, task=t(f"s2s.task.{task}", lg)), icon=":material/check_circle:")
     else:
         st.warning(t("s2s.expected", lg), icon=":material/cancel:")
         st.code(" ".join(run.expected), language=None, wrap_lines=True)

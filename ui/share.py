@@ -18,7 +18,9 @@ from urllib.parse import urlencode
 import segno
 import streamlit as st
 
-from i18n import pick_lang, t
+from i18n import t
+
+from .widgets import session_lang
 
 ERROR = "m"
 SCALE = 10  # pixels per module in the PNG (a version-5 code is ~ 370 px wide)
@@ -54,7 +56,7 @@ def qr_svg(url: str, scale: int = SCALE) -> bytes:
 def share_button(where=None, lang: str | None = None, key: str = "share") -> None:
     """A popover "Share with the class" (in `where`, e.g. st.sidebar) with a large QR code of the current URL.
     `key` prefixes the widget keys (two share buttons in one run need two keys)."""
-    lg = lang or pick_lang(st.session_state.get("lang"), st.query_params.get("lang"))
+    lg = lang or session_lang()
     where = where or st
     pop = where.popover(t("share.button", lg), help=t("share.help", lg), width="stretch", key=f"{key}_popover",
                         icon=":material/qr_code_2:",
@@ -64,8 +66,7 @@ def share_button(where=None, lang: str | None = None, key: str = "share") -> Non
     url = current_url()
     with pop:
         if len(url) > MAX_QR_CHARS:
-            st.info(f"This view's link has {len(url):,} characters, too many for a QR code that can be scanned: "
-                    "shorten the sentence, or share the link itself.")
+            st.info(t("share.too_long", lg, n=len(url)))
         else:
             st.image(qr_png(url), caption=t("share.caption", lg), width=360)
             st.download_button(t("share.download_svg", lg), qr_svg(url), "headlight-qr.svg", "image/svg+xml",

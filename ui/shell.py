@@ -27,7 +27,7 @@ import streamlit as st
 import torch
 
 from analysis.explore import default_token
-from i18n import LANG_NAMES, LANGS, catalogue, error_message, pick_lang, t
+from i18n import LANG_NAMES, LANGS, catalogue, error_message, t
 from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
@@ -35,6 +35,7 @@ from model.examples import DEFAULT_TEXT
 from . import cache, readable, share
 from . import state as s
 from .state import View
+from .widgets import session_lang
 
 PAGES = [  # (file, title, icon, default)
     ("app_pages/explorer.py", "Attention explorer", ":material/grid_on:", True),
@@ -91,7 +92,7 @@ def current_view() -> View:
 def run() -> None:
     configure_process()
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
-    lang = pick_lang(st.session_state.get(s.K_LANG), st.query_params.get(s.K_LANG))
+    lang = session_lang()
     page = st.navigation([st.Page(path, title=page_title(path, title, lang), icon=icon, default=default)
                           for path, title, icon, default in PAGES])
     started = time.perf_counter()
@@ -123,9 +124,10 @@ def page_title(path: str, title: str, lang: str) -> str:
 
 
 def model_label(name: str, lang: str) -> str:
-    """The model picker's label: the registry's (English) label, or its translation."""
+    """The model picker's label in the interface language: the catalogue's, or (a folder registered by whoever started
+    the app) the registry's."""
     key = f"shell.model.{name}"
-    return get_spec(name).label if lang == "en" or key not in catalogue(lang) else t(key, lang)
+    return t(key, lang) if key in catalogue(lang) else get_spec(name).label
 
 
 OWN_MODEL_PAGES = {"seq2seq"}  # pages that run their own model (seq2seq-tiny), whatever the sidebar's model

@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from i18n import pick_lang, t
+from i18n import t
 from model.data import TASKS
 from model.trace import AttentionTrace
 from viz import seq2seq as vs
@@ -32,7 +32,7 @@ from viz.theme import esc
 
 from . import cache, quiz
 from .state import View, md_escape, show_value
-from .widgets import Export, chart
+from .widgets import Export, chart, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
          "ffn", "decoder_self", "cross", "output")
@@ -62,8 +62,8 @@ FORMULAS = {
 
 
 def lang() -> str:
-    """The interface language: the sidebar's choice, else the URL's, else English."""
-    return pick_lang(st.session_state.get("lang"), st.query_params.get("lang"))
+    """The interface language (ui.widgets.session_lang)."""
+    return session_lang()
 
 
 # ---- the step and its URL ---------------------------------------------------------------------------------------
@@ -212,22 +212,17 @@ AXES = AXIS_KEYS  # stage axis labels -> catalogue keys (viz.steps)
 
 
 def localise(stage, lg: str, head: int):
-    """A viz.steps Stage with its title and axis labels in `lg` (the numbers and the shape untouched)."""
-    if lg == "en":
-        return stage
-    return dataclasses.replace(stage, title=t(f"stage.{stage.key}", lg, head=head),
-                               xlabel=t(AXES[stage.xlabel], lg) if stage.xlabel in AXES else stage.xlabel,
-                               ylabel=t(AXES[stage.ylabel], lg) if stage.ylabel in AXES else stage.ylabel)
+    """A viz.steps Stage (already in `lg`) titled as the tour names it: Q, K and V with their role too."""
+    return dataclasses.replace(stage, title=t(f"stage.{stage.key}", lg, head=head))
 
 
 def _retitle(fig, lg: str, title: str, x: str | None = None, y: str | None = None):
-    """A viz.seq2seq figure with its title (and axis titles) in `lg`; English figures are left as built."""
-    if lg != "en":
-        fig.update_layout(title={"text": title})
-        if x is not None:
-            fig.update_xaxes(title_text=x)
-        if y is not None:
-            fig.update_yaxes(title_text=y)
+    """A viz.seq2seq figure titled (and its axes) as the tour names it, in `lg`."""
+    fig.update_layout(title={"text": title})
+    if x is not None:
+        fig.update_xaxes(title_text=x)
+    if y is not None:
+        fig.update_yaxes(title_text=y)
     return fig
 
 
@@ -238,7 +233,7 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     steps = cache.attention_steps(view.model_name, view.device, view.text, "encoder", ctx.layer, ctx.head)
     rows, cols = ctx.trace.axis_tokens("encoder")
     by_key = {s.key: localise(s, lg, ctx.head)
-              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block="encoder")}
+              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block="encoder", lang=lg)}
     show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
             "attend": ("Z",), "concat": ("Z_all", "output")}[key]
     if key == "softmax" and quiz_on:
@@ -250,7 +245,7 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     for col, name in zip(cols_ui, show):
         with col:
             stage = by_key[name]
-            st.caption(f"**{stage.title}** · `{stage.shape}`" + (f" — {stage.caption}" if lg == "en" else ""))
+            st.caption(f"**{stage.title}** · `{stage.shape}`" + f" — {stage.caption}")
             _stage_chart(ctx, by_key[name], key)
     if key == "scores":
         _neuron_view(ctx, steps, rows, cols)
@@ -271,7 +266,7 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
     q, k = steps["Q"][i], steps["K"][j]
     total, score, d_k = float(np.dot(q, k)), float(steps["scores"][i, j]), q.shape[0]
     names = (t("tour.neuron.q", lg), t("tour.neuron.k", lg), t("tour.neuron.prod", lg))
-    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture,
+    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture, lang=lg,
                                    title=t("tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(d_k), dk=d_k)),
                     key="tour_neuron")
     st.caption(t("tour.neuron.check", lg, sum=total, score=score, scaled=float(steps["scaled"][i, j]),

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from i18n import LANGS, pick_lang, t
+from analysis.metrics import METRICS
+from i18n import DEFAULT_LANG, LANGS, catalogue, pick_lang, t
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
 
@@ -22,11 +23,12 @@ LANG_KEY = "lang"  # the sidebar's language widget (ui.state.K_LANG)
 
 
 def session_lang() -> str:
-    """The interface language of this session ("en" | "ko"): the sidebar's choice, else English."""
+    """The interface language of this session ("en" | "ko"): the sidebar's choice, else the URL's, else English.
+    The one place that reads it; a page reads `View.lang`, set from this."""
     try:
-        return pick_lang(st.session_state.get(LANG_KEY))
+        return pick_lang(st.session_state.get(LANG_KEY), st.query_params.get(LANG_KEY))
     except Exception:  # noqa: BLE001 - outside a Streamlit run (plain unit tests)
-        return "en"
+        return DEFAULT_LANG
 
 
 def layer_head(layer: int, head: int, lang: str) -> str:
@@ -65,23 +67,16 @@ def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):
 
 
 def rename_columns(rows: list[dict], lang: str, names: dict[str, str] | None = None) -> list[dict]:
-    """Table rows with their headers translated (English: unchanged). `names` maps a header to a catalogue key;
-    the shared headers (Layer, Head, Rank, ...) are known; other headers stay as they are."""
-    if lang == "en" or not rows:
+    """Table rows with their headers in the interface language. analysis/ returns rows keyed by plain names
+    ("layer", "most_attended", "entropy"); each is shown as the catalogue's "col.<name>" (a metric:
+    "ex.metric.<name>"), or as `names[name]` (a label already in the interface language) when given; a header with no
+    entry stays as it is."""
+    if not rows:
         return rows
-    known = {**COLUMNS, **(names or {})}
-    new = {k: t(known[k], lang) if k in known else k for k in rows[0]}
+    cat = catalogue(lang)
+    keys = {k: f"ex.metric.{k}" if k in METRICS else f"col.{k}" for k in rows[0]}
+    new = {k: (names or {}).get(k) or (t(keys[k], lang) if keys[k] in cat else k) for k in rows[0]}
     return [{new.get(k, k): v for k, v in r.items()} for r in rows]
-
-
-COLUMNS = {
-    "Layer": "widgets.col.layer", "Head": "widgets.col.head", "Rank": "widgets.col.rank",
-    "Position": "widgets.col.position", "Weight": "widgets.col.weight", "Token": "widgets.col.token",
-    "Most attended": "widgets.col.most_attended", "Change": "widgets.col.change", "Flipped": "widgets.col.flipped",
-    "Sentence": "widgets.col.sentence", "Label": "widgets.col.label", "Score": "widgets.col.score",
-    "Head name": "widgets.col.head_name", "Sentence embedding 1 - cos": "widgets.col.sentence_change",
-    "Mean token 1 - cos": "widgets.col.token_change", "Most changed token": "widgets.col.most_changed",
-}
 
 
 @dataclass
@@ -103,9 +98,8 @@ class Export:
             return self.make_figure()
         kw = dict(self.heatmap or {})
         lg = session_lang()
-        if lg != "en":  # heatmap_figure's default axis titles ("key", "query") in the interface language
-            kw.setdefault("xlabel", t("ex.axis.key", lg))
-            kw.setdefault("ylabel", t("ex.axis.query", lg))
+        kw.setdefault("xlabel", t("ex.axis.key", lg))  # the axis titles in the interface language
+        kw.setdefault("ylabel", t("ex.axis.query", lg))
         return heatmap_figure(self.matrix, self.rows, self.cols, title=self.title, subtitle=self.subtitle, **kw)
 
 

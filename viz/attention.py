@@ -79,8 +79,8 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
     ll, hh = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")  # (L, H) each
     # customdata as plain lists (not a typed array): a clicked point then reports [layer, head, (value)] as a list
     custom = [[int(layer), int(h)] for layer, h in zip(ll.ravel(), hh.ravel())]
-    hover = (tr("widgets.col.layer", lang) + " %{customdata[0]} · "
-             + ("%{text}" if head_names else tr("widgets.col.head", lang) + " %{customdata[1]}"))
+    hover = (tr("col.layer", lang) + " %{customdata[0]} · "
+             + ("%{text}" if head_names else tr("col.head", lang) + " %{customdata[1]}"))
     if metric is not None:
         for row, v in zip(custom, metric.ravel()):
             row.append(round(float(v), 4) if np.isfinite(v) else None)

@@ -2,7 +2,6 @@
 
 - head_grid:            a layer x head grid of one value per head (diverging around 0 or sequential), with flipped
                         heads marked ⇄ and chosen heads outlined;
-- ranked_table:         the minimal pair's heads ranked by change, as table rows;
 - delta_heatmap:        B - A for one head on the aligned tokens;
 - value_norm_heatmaps:  raw weights and value-weighted norms (row shares) side by side (two figures);
 - special_share_scatter: per head, share of weight vs share of norm on [CLS]/[SEP];
@@ -29,22 +28,13 @@ ATLAS_COLOURS = {  # one colour per top label (analysis.atlas.TOP_LABELS)
 }
 
 
-# Captions for the page (markdown), in the catalogue (i18n/*.explorer.json, keys heads.note.*); English here
-NOTES = {k: tr(f"heads.note.{k}", "en") for k in ("pairs", "norms", "flow", "surgery", "lens")}
-
-
-def note(key: str, lang: str = "en") -> str:
-    """A caption of NOTES in the interface language."""
-    return NOTES[key] if lang == "en" else tr(f"heads.note.{key}", lang)
-
-
 def _head_axes(L: int, H: int, lang: str = "en") -> tuple[list[str], list[str]]:
     return [tr("ex.layer_n", lang, i=la) for la in range(L)], [tr("ex.head_n", lang, i=h) for h in range(H)]
 
 
 def _mode(mode: str, lang: str) -> str:
     """An ablation mode (zero / mean / keep) as the figure titles write it."""
-    return esc(mode) if lang == "en" else tr(f"heads.mode.{mode}", lang)
+    return tr(f"heads.mode.{mode}", lang)
 
 
 def _lh(layer: int, head: int, lang: str) -> str:
@@ -98,19 +88,6 @@ def change_grid(pair, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     q, c1, c2 = (esc(x, 20) for x in pair.labels)
     return head_grid(pair.change, flipped=pair.flipped, lecture=lecture, colorbar_title="Δ", lang=lang,
                      title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK))
-
-
-def ranked_table(pair, top: int | None = None, lang: str = "en") -> list[dict]:
-    """Rows of the ranked table: 'Layer 3 · Head 1' first, the change, the flip mark, then the weights (the
-    headers stay English: the page translates them)."""
-    out = []
-    for r in pair.rows(top):
-        row = {"Rank": r["Rank"], "Head": r["Head name"] if lang == "en" else _lh(r["Layer"], r["Head"], lang),
-               "Change": r["Change"],
-               "Flipped": f"{FLIP_MARK} {tr('heads.viz.flipped', lang)}" if r["Flipped"] else ""}
-        row.update({k: v for k, v in r.items() if k.startswith(("A:", "B:"))})
-        out.append(row)
-    return out
 
 
 def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -214,11 +191,11 @@ def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = Fals
 def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Top-k next-token probabilities at the chosen step, before and after (same prefix)."""
     rows = deff.top_rows()
-    x = axis_labels([r["Token"] for r in rows])
+    x = axis_labels([r["token"] for r in rows])
     before, after = tr("heads.viz.before_word", lang), tr("heads.viz.after_word", lang)
-    data = [dict(type="bar", x=x, y=[r["Before"] for r in rows], name=before, marker=dict(color="#4e79a7"),
+    data = [dict(type="bar", x=x, y=[r["before"] for r in rows], name=before, marker=dict(color="#4e79a7"),
                  hovertemplate=f"%{{x}}: %{{y:.4f}} {before}<extra></extra>"),
-            dict(type="bar", x=x, y=[r["After"] for r in rows], name=after, marker=dict(color="#e15759"),
+            dict(type="bar", x=x, y=[r["after"] for r in rows], name=after, marker=dict(color="#e15759"),
                  hovertemplate=f"%{{x}}: %{{y:.4f}} {after}<extra></extra>")]
     layout = base_layout(lecture, 340, tr("heads.viz.top_k", lang, step=deff.step))
     layout.update(barmode="group", xaxis=dict(type="category"),
@@ -230,9 +207,8 @@ def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
 # ---- atlas, logit lens ---------------------------------------------------------------------------------------------
 def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Layer x head grid coloured by each head's top label; hover shows every score."""
-    titles, names = atlas.label_titles, atlas.label_names
-    if lang != "en":
-        titles = {k: tr(f"heads.atlas.{k}", lang) for k in titles}
+    names = atlas.label_names
+    titles = {k: tr(f"heads.atlas.{k}", lang) for k in (*names, *atlas.scores)}
     idx = atlas.top_label_index()
     L, H = idx.shape
     rows, cols = _head_axes(L, H, lang)

@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from i18n import t
 
 from .heatmap import axis_labels, budget_factors, heatmap, pool_by
-from .theme import SLIDE_FONT, base_layout
+from .theme import SLIDE_FONT, base_layout, esc
 
 
 def robust_limit(m: np.ndarray) -> float:
@@ -89,7 +89,8 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
     fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, subplot_titles=names, horizontal_spacing=0.02)
     for c, m in enumerate(mats, start=1):
         fig.add_trace(go.Heatmap(z=m, y=rows, colorscale="RdBu", zmin=-lim, zmax=lim, zmid=0, showscale=c == len(mats),
-                                 hovertemplate="%{y}<br>dim %{x}<br>%{z:.4f}<extra></extra>"), row=1, col=c)
+                                 hovertemplate="%{y}<br>" + esc(t("pe.axis.dim", lang)) + " %{x}<br>%{z:.4f}<extra></extra>"),
+                      row=1, col=c)
         fig.update_xaxes(title_text=t("pe.axis.dim", lang), row=1, col=c)
     fig.update_yaxes(type="category", autorange="reversed", row=1, col=1)
     fig.update_layout(**base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))

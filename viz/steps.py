@@ -72,9 +72,8 @@ def step_tabs(block: str, last_layer: bool) -> list[str]:
 
 
 def localise(stage: Stage, lang: str, head: int) -> Stage:
-    """A stage with its title, caption, axis labels and shape name in `lang` (English: unchanged)."""
-    if lang == "en":
-        return stage
+    """A stage with its title (the catalogue's "stage.<key>"; Q, K and V keep their formula), axis labels and shape
+    name in `lang`."""
     title = stage.title if stage.key in ("Q", "K", "V") else t(f"stage.{stage.key}", lang, head=head)
     shape = stage.shape.replace("output:", t("steps.shape_output", lang) + ":", 1)
     return replace(stage, title=title, shape=shape,
@@ -100,18 +99,18 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
     dims_d, dims_k = _dims(d), _dims(k)
     shape = lambda name, a: f"{name}: {a.shape[0]} × {a.shape[1]}"  # noqa: E731
     out: list[Stage] = [
-        Stage("X", "X: input of this layer", steps["X"], row_tokens, dims_d, shape("X", steps["X"]),
+        Stage("X", "", steps["X"], row_tokens, dims_d, shape("X", steps["X"]),
               r"X \in \mathbb{R}^{n \times d_{model}}",
               t("steps.cap.X", lang, n=n, d=d),
               xlabel="dimension", ylabel="token"),
     ]
     if "memory" in steps:
-        out.append(Stage("memory", "M: encoder output", steps["memory"], col_tokens, dims_d,
+        out.append(Stage("memory", "", steps["memory"], col_tokens, dims_d,
                          shape("M", steps["memory"]), r"M \in \mathbb{R}^{m \times d_{model}}",
                          t("steps.cap.memory", lang),
                          xlabel="dimension", ylabel="source token"))
     for name in ("Q", "K", "V"):
-        out.append(Stage(f"W_{name}", f"W_{name} (head {head})", steps[f"W_{name}"], dims_d, dims_k,
+        out.append(Stage(f"W_{name}", "", steps[f"W_{name}"], dims_d, dims_k,
                          shape(f"W_{name}", steps[f"W_{name}"]), rf"W^{{{name}}}{h} \in \mathbb{{R}}^{{d_{{model}} \times d_k}}",
                          t("steps.cap.W", lang, d=d, k=k, h=n_heads), group="W",
                          xlabel="head dimension", ylabel="model dimension"))
@@ -124,34 +123,34 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
     blocked = ~mask
     lim = float(np.abs(steps["scaled"][mask]).max()) if mask.any() else 1.0
     out += [
-        Stage("scores", "Scores Q Kᵀ", steps["scores"], row_tokens, col_tokens, shape("QKᵀ", steps["scores"]),
+        Stage("scores", "", steps["scores"], row_tokens, col_tokens, shape("QKᵀ", steps["scores"]),
               r"S = Q K^{\top}", t("steps.cap.scores", lang, n=n, m=m), xlabel="key", ylabel="query"),
-        Stage("scaled", "Scaled: Q Kᵀ / √d_k", steps["scaled"], row_tokens, col_tokens,
+        Stage("scaled", "", steps["scaled"], row_tokens, col_tokens,
               shape("QKᵀ/√d_k", steps["scaled"]), rf"\frac{{Q K^{{\top}}}}{{\sqrt{{d_k}}}} = \frac{{S}}{{\sqrt{{{k}}}}}",
               t("steps.cap.scaled", lang, k=k, sqrt=float(np.sqrt(k))),
               xlabel="key", ylabel="query"),
-        Stage("mask", "Mask (1 = may attend)", mask.astype(np.float32), row_tokens, col_tokens,
+        Stage("mask", "", mask.astype(np.float32), row_tokens, col_tokens,
               shape("mask", mask), r"\text{mask}_{ij} = \begin{cases} 0 & \text{may attend} \\ -\infty & \text{blocked}"
               r"\end{cases}",
               t("steps.cap.mask_decoder" if block == "decoder_self" else "steps.cap.mask", lang),
               colorscale="Greens", zmin=0, zmax=1, xlabel="key", ylabel="query", trivial=not blocked.any()),
-        Stage("masked", "Masked scores", steps["scaled"], row_tokens, col_tokens, shape("masked", steps["scaled"]),
+        Stage("masked", "", steps["scaled"], row_tokens, col_tokens, shape("masked", steps["scaled"]),
               r"\frac{Q K^{\top}}{\sqrt{d_k}} + \text{mask}",
               t("steps.cap.masked", lang, b=int(blocked.sum())),
               masked=blocked, zmin=-lim, zmax=lim, xlabel="key", ylabel="query", trivial=not blocked.any()),
-        Stage("weights", "Softmax weights A", steps["weights"], row_tokens, col_tokens, shape("A", steps["weights"]),
+        Stage("weights", "", steps["weights"], row_tokens, col_tokens, shape("A", steps["weights"]),
               r"A = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + \text{mask}\right)",
               t("steps.cap.weights", lang, err=float(np.abs(steps["weights"].sum(1) - 1).max())), colorscale="Viridis", zmin=0, zmax=1, xlabel="key", ylabel="query"),
-        Stage("Z", f"Z = A V (head {head})", steps["Z"], row_tokens, dims_k, shape("Z", steps["Z"]),
+        Stage("Z", "", steps["Z"], row_tokens, dims_k, shape("Z", steps["Z"]),
               rf"Z{h} = A\,V{h}", t("steps.cap.Z", lang, n=n, k=k), xlabel="head dimension", ylabel="token"),
-        Stage("Z_all", "Concat of all heads", steps["Z_all"], row_tokens, dims_d, shape("Concat", steps["Z_all"]),
+        Stage("Z_all", "", steps["Z_all"], row_tokens, dims_d, shape("Concat", steps["Z_all"]),
               r"\operatorname{Concat}(Z_1, \dots, Z_h) \in \mathbb{R}^{n \times h d_v}",
               t("steps.cap.Z_all", lang, h=n_heads, k=k, n=n, hk=n_heads * k, head=head,
                 a=head * k, b=(head + 1) * k - 1), group="O", xlabel="dimension", ylabel="token"),
-        Stage("W_O", "W_O", steps["W_O"], dims_d, dims_d, shape("W_O", steps["W_O"]),
+        Stage("W_O", "", steps["W_O"], dims_d, dims_d, shape("W_O", steps["W_O"]),
               r"W^{O} \in \mathbb{R}^{h d_v \times d_{model}}", t("steps.cap.W_O", lang, hk=n_heads * k, d=d),
               group="O", xlabel="model dimension", ylabel="concat dimension"),
-        Stage("output", "MultiHead = Concat W_O", steps["output"], row_tokens, dims_d, shape("output", steps["output"]),
+        Stage("output", "", steps["output"], row_tokens, dims_d, shape("output", steps["output"]),
               r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O} + b^{O}",
               t("steps.cap.output", lang), xlabel="dimension", ylabel="token"),
     ]

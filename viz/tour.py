@@ -23,7 +23,7 @@ _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
 
 
 def neuron_view(q: np.ndarray, k: np.ndarray, *, names: tuple[str, str, str], title: str = "",
-                lecture: bool = False) -> go.Figure:
+                lecture: bool = False, lang: str = "en") -> go.Figure:
     """Three bar rows over the head dimensions: q (k,), k (k,) and q ∘ k; `names` are the three row titles (already
     escaped by the caller or plain text). The sum of the last row is the score Q Kᵀ[i, j]."""
     q = np.asarray(q, dtype=np.float64)
@@ -36,7 +36,8 @@ def neuron_view(q: np.ndarray, k: np.ndarray, *, names: tuple[str, str, str], ti
     for row, (vec, colour) in enumerate(((q, _BLUE), (k, _ORANGE), (prod, None)), start=1):
         colours = colour or [_GREEN if v >= 0 else HIGHLIGHT for v in prod]
         fig.add_trace(go.Bar(x=dims, y=vec, marker_color=colours, showlegend=False,
-                             hovertemplate="dim %{x}: %{y:.4f}<extra></extra>"), row=row, col=1)
+                             hovertemplate=esc(t("tour.axis.dim", lang)) + " %{x}: %{y:.4f}<extra></extra>"),
+                      row=row, col=1)
     fig.update_layout(**base_layout(lecture, 480, title), bargap=0.15)
     fig.update_xaxes(title_text="d_k", row=3, col=1)
     return fig
@@ -66,7 +67,7 @@ def per_dim_lines(values: dict[str, np.ndarray], *, title: str = "", xlabel: str
         v = np.asarray(vec, dtype=np.float32)
         fig.add_trace(go.Scatter(x=np.arange(len(v)), y=v, mode="lines", name=esc(name, 40),
                                  line={"color": colour, "width": 1.5},
-                                 hovertemplate="dim %{x}: %{y:.4f}<extra></extra>"))
+                                 hovertemplate=esc(xlabel) + " %{x}: %{y:.4f}<extra></extra>"))
     fig.update_layout(**base_layout(lecture, 320, title), legend={"orientation": "h", "y": -0.3})
     fig.update_xaxes(title_text=esc(xlabel))
     return fig

@@ -7,8 +7,6 @@ Notation: b batch, h heads, n/N source length, T target length, L layers, d d_mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import nn
@@ -44,16 +42,6 @@ def input_major_linears(module: nn.Module) -> int:
                 m.weight.data = m.weight.data.t().contiguous().t()  # (out, in) view of an (in, out) buffer
                 changed += 1
     return changed
-
-
-@dataclass
-class PaddedBatch:
-    """A small batch padded to one length, for the mask lab."""
-
-    tokens: list[list[str]]  # (b, n) with the pad token filling short rows
-    ids: np.ndarray  # (b, n) int
-    mask: np.ndarray  # (b, n) bool: True = real token (may be attended to)
-    attention: np.ndarray  # (L, b, h, n, n) encoder self-attention of the padded batch
 
 
 class LoadedModel:
@@ -143,17 +131,6 @@ class EncoderModel(LoadedModel):
             truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.hidden_states])) if intermediates else None,
             meta={**self._meta(), **({"pair": pair} if pair else {})},
-        )
-
-    def padded_batch(self, texts: list[str]) -> PaddedBatch:
-        tokens, ids = self.pad_sources(texts)
-        mask = ids != self.config.pad_id
-        with torch.inference_mode():
-            t_ids = torch.as_tensor(ids, device=self.device)
-            out = self.module(t_ids, attention_mask=torch.as_tensor(mask, device=self.device))
-        return PaddedBatch(
-            tokens=tokens, ids=ids, mask=mask,
-            attention=_np(torch.stack(out.self_attention)),
         )
 
 

@@ -8,7 +8,7 @@ Attention arrays are float32 numpy of shape (layers, heads, query_len, key_len):
 Masks are boolean with the project convention True = may attend.
 On request (`intermediates=True`) the trace also holds the per-layer hidden
 states that the step-by-step view starts from; Q, K, V and outputs are
-recomputed from those and the model's weights (see `model.steps`).
+recomputed from those and the model's weights (see `analysis.stages`).
 """
 
 from __future__ import annotations

@@ -212,7 +212,9 @@ def test_paper_base_attention_rows_sum_to_one_and_decoder_is_causal(paper_base):
 
 def test_minilm_padded_batch_gives_pad_columns_zero_weight(minilm):
     # seed 002's padding example
-    batch = minilm.padded_batch(["this is my car", "that is not"])
+    from analysis.masks import padded_run
+
+    batch = padded_run(minilm, ["this is my car", "that is not"], layers=False)
     assert batch.ids.shape == batch.mask.shape == (2, 6)
     assert batch.tokens[1][-1] == "[PAD]" and batch.mask[1].tolist() == [True] * 5 + [False]
     att = batch.attention  # (L, b, h, n, n)

@@ -270,13 +270,6 @@ def test_training_step_and_exact_resume(tmp_path):
     assert train.main([*common, "--resume", "--run-dir", str(tmp_path / "nothing")]) == 2
 
 
-def test_model_train_and_evaluate_are_aliases():
-    for mod in ("model.train", "model.evaluate"):
-        res = subprocess.run([sys.executable, "-m", mod, "--help"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=60)
-        assert res.returncode == 0 and f"python -m {mod.replace('model', 'training')}" in res.stdout, res.stderr
-
-
 def test_greedy_steps_match_the_one_pass_trace(tiny):
     """Decoding step by step (each output fed back in) sees exactly the rows of the one-pass trace."""
     from analysis.decoding import greedy_run, teacher_forced_run

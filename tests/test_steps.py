@@ -1,4 +1,4 @@
-"""model.steps.attention_steps recomputes one head from the trace's hidden states
+"""analysis.stages.attention_steps recomputes one head from the trace's hidden states
 and the model's own weights; it must reproduce the trace's attention weights
 and the attention sublayer's output (computed with the module itself) to 1e-5."""
 

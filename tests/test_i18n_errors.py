@@ -23,7 +23,7 @@ from i18n.catalog import placeholders
 from model.errors import HeadlightError, InputError, WeightsError
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted([*ROOT.glob("model/*.py"), *ROOT.glob("analysis/*.py"), *ROOT.glob("ui/*.py")])
+SOURCES = sorted([*ROOT.glob("model/**/*.py"), *ROOT.glob("analysis/**/*.py"), *ROOT.glob("ui/**/*.py")])
 ERRORS = {"HeadlightError", "InputError", "WeightsError", "BudgetError"}
 # raise sites without a catalogue key: the command line only, or a programming error no user input reaches
 UNKEYED = {("model/__main__.py", None), ("analysis/atlas.py", "unknown atlas format"),

@@ -1,0 +1,81 @@
+"""Shared by the Head lab's computations: the encoder's input and forward, read-only arrays."""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.errors import InputError
+
+from ..frozen import readonly, to_numpy
+
+PRESET_A = "The animal didn't cross the street because it was tired"
+PRESET_B = "The animal didn't cross the street because it was wide"
+PRESET_QUERY = "it"
+PRESET_CANDIDATES = ("animal", "street")
+# the same pair in Korean, for multilingual-e5-small: does "그것은" go to "동물은" or to "길을"?
+PRESET_KO_A = "그 동물은 길을 건너지 않았다. 그것은 너무 피곤했기 때문이다"
+PRESET_KO_B = "그 동물은 길을 건너지 않았다. 그것은 너무 넓었기 때문이다"
+PRESET_KO_QUERY = "그것은"
+PRESET_KO_CANDIDATES = ("동물은", "길을")
+FLIP_MARGIN = 0.03  # a preference must be at least this large on both sides to count as a flip
+# zero the head's output, replace it by its mean over positions, or keep only the chosen heads of the layer
+ABLATIONS = ("zero", "mean", "keep")
+
+TokenSpec = str | int | tuple[int, int]  # a token or word, a token position in A, or positions (in A, in B)
+
+
+def ro(a, dtype=np.float32) -> np.ndarray:
+    """A read-only copy."""
+    return readonly(np.array(a, dtype=dtype))
+
+
+_np = to_numpy
+
+
+# ---- running the encoder --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EncoderInput:
+    """A tokenized source and the tensors its encoder forward needs (batch of one)."""
+
+    tokens: tuple[str, ...]
+    special: tuple[bool, ...]
+    word_ids: tuple[int, ...]
+    words: tuple[str, ...]
+    ids: torch.Tensor  # (1, N)
+    type_ids: torch.Tensor | None  # (1, N) or None
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def encoder_input(model, text: str, **kw) -> EncoderInput:
+    """Tokenize `text` as the model's encoder sees it (kw: e.g. task= for seq2seq-tiny)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("The text is empty: type a sentence.", key="empty_text")
+    enc = model.encode_source(text, **kw) if model.kind == "encoder-decoder" else model.tokenizer.encode(text)
+    ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
+    type_ids = torch.tensor([enc.type_ids], dtype=torch.long, device=model.device) if model.kind == "encoder" else None
+    return EncoderInput(tuple(enc.tokens), tuple(bool(s) for s in enc.special), tuple(enc.word_ids),
+                        tuple(enc.words()), ids, type_ids)
+
+
+def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[int] = False,
+                ablations: dict | None = None):
+    """The model's own encoder forward on `batch` copies of the input -> StackOutput (hidden (b, N, d),
+    self_attention L x (b, H, N, N), records when asked). ablations: {("encoder", layer): HeadAblation-like}."""
+    ids = inp.ids.expand(batch, -1)
+    with torch.inference_mode():
+        if model.kind == "encoder-decoder":
+            return model.module.encode(ids, record=record, ablations=ablations)[0]
+        type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
+        return model.module(ids, type_ids, record=record, ablations=ablations)
+
+
+def n_layers_heads(model, block: str = "encoder") -> tuple[int, int]:
+    cfg = model.config
+    layers = cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
+    return layers, cfg.n_heads

@@ -1,11 +1,11 @@
 """Mask lab: the padding mask on a padded batch (seed 002: "this is my car" / "that is not"), the look-ahead triangle
 and the combined decoder mask ("I am sam <pad>"), and their effect on real scores and softmax weights, read from the
-model's own forward (analysis.masks). True = may attend. Two lazy tabs; sections: ui/labs.py. Text: i18n "masks.*"."""
+model's own forward (analysis.masks). True = may attend. Two lazy tabs; sections: ui/mask_lab.py. Text: i18n "masks.*"."""
 
 import streamlit as st
 
 from i18n import t
-from ui import labs
+from ui import labs, mask_lab
 from ui.shell import current_view
 
 view = current_view()
@@ -13,8 +13,8 @@ st.session_state.setdefault("mask_second", "that is not")
 st.session_state.setdefault("mask_lookahead", "I am sam")
 st.title(t("masks.title", view.lang))
 st.markdown(t("masks.intro", view.lang))
-for tab, draw in zip(labs.lazy_tabs(labs.MASK_TAB_KEYS, "mask_tab", view.lang),
-                     (labs.padding_section, labs.look_ahead_section)):
+for tab, draw in zip(labs.lazy_tabs(mask_lab.MASK_TAB_KEYS, "mask_tab", view.lang),
+                     (mask_lab.padding_section, mask_lab.look_ahead_section)):
     if tab.open:
         with tab:
             draw(view)

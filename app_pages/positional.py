@@ -1,28 +1,28 @@
 """Positional-encoding lab: the sinusoidal table (Vaswani et al. 2017, 3.5), its curves and position similarity,
 X / PE / X + PE of the typed sentence, and MiniLM's learned positions beside the fixed ones. Three lazy tabs (only the
-open one is built and sent); sections: ui/labs.py. Text: i18n "pe.*" (the sidebar's language)."""
+open one is built and sent); sections: ui/pe_lab.py. Text: i18n "pe.*" (the sidebar's language)."""
 
 import streamlit as st
 
 from i18n import t
-from ui import labs
+from ui import labs, pe_lab
 from ui.shell import current_view
 
 view = current_view()
 st.title(t("pe.title", view.lang))
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
-tabs = labs.lazy_tabs(labs.PE_TAB_KEYS, "pe_tab", view.lang)
+tabs = labs.lazy_tabs(pe_lab.PE_TAB_KEYS, "pe_tab", view.lang)
 
 
 def your_sentence(view) -> None:
     if view.trace is None:
         st.info(t("pe.need_text", view.lang))
     else:
-        labs.sentence_parts(view)
+        pe_lab.sentence_parts(view)
 
 
-for tab, draw in zip(tabs, (labs.pe_table_section, your_sentence, labs.learned_vs_fixed)):
+for tab, draw in zip(tabs, (pe_lab.pe_table_section, your_sentence, pe_lab.learned_vs_fixed)):
     if tab.open:
         with tab:
             draw(view)

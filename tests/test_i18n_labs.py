@@ -13,7 +13,7 @@ from i18n_support import english_only, page_texts
 from streamlit.testing.v1 import AppTest
 
 from i18n import t
-from ui import labs
+from ui import mask_lab, pe_lab
 from ui.state import PRESETS
 from viz.steps import step_tabs
 
@@ -22,8 +22,8 @@ TEXT = "The animal didn't cross the street because it was tired"
 # token text a page may show: the sentence, the sidebar's example sentences, the mask lab's sentences
 TOKENS = [TEXT, *PRESETS, "this is my car", "that is not", "I am sam"]
 CASES = {
-    "positional": ("app_pages/positional.py", {}, "pe_tab", labs.PE_TAB_KEYS),
-    "masks": ("app_pages/masks.py", {}, "mask_tab", labs.MASK_TAB_KEYS),
+    "positional": ("app_pages/positional.py", {}, "pe_tab", pe_lab.PE_TAB_KEYS),
+    "masks": ("app_pages/masks.py", {}, "mask_tab", mask_lab.MASK_TAB_KEYS),
     "steps-minilm": ("app_pages/steps.py", {}, "steps_tab", [f"steps.tab.{n}" for n in step_tabs("encoder", False)]),
     "steps-decoder": ("app_pages/steps.py", {"model": "seq2seq-tiny", "block": "cross", "layer": 1}, "steps_tab",
                       [f"steps.tab.{n}" for n in step_tabs("cross", True)]),
@@ -62,8 +62,8 @@ def test_korean_page_has_no_english_only_text(case):
 
 
 def test_english_tab_labels_unchanged():
-    assert labs.PE_TABS == ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
-    assert labs.MASK_TABS == ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
+    assert pe_lab.PE_TABS == ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
+    assert mask_lab.MASK_TABS == ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
     assert [t(f"steps.tab.{n}") for n in step_tabs("encoder", False)][:5] == [
         "1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
         "5 · Concat and W_O"]
@@ -72,11 +72,11 @@ def test_english_tab_labels_unchanged():
 @pytest.mark.slow
 def test_tab_survives_a_language_switch_and_a_bad_label_falls_back():
     at = _page("app_pages/masks.py", lang="en")
-    at.session_state["mask_tab"] = labs.MASK_TABS[1]
+    at.session_state["mask_tab"] = mask_lab.MASK_TABS[1]
     at.run()
     at.sidebar.selectbox(key="lang").set_value("ko").run()
     assert_ok(at)
-    assert at.session_state["mask_tab"] == t(labs.MASK_TAB_KEYS[1], "ko")
+    assert at.session_state["mask_tab"] == t(mask_lab.MASK_TAB_KEYS[1], "ko")
     assert at.text_input(key="mask_lookahead").label == t("masks.decoder_sentence", "ko")
     at.session_state["steps_tab"] = "no such tab"
     at.switch_page("app_pages/steps.py").run()
@@ -84,7 +84,8 @@ def test_tab_survives_a_language_switch_and_a_bad_label_falls_back():
     assert at.session_state["steps_tab"] == t("steps.tab.x", "ko")
 
 
-OWN = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py", "app_pages/seq2seq.py", "ui/labs.py",
+OWN = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py", "app_pages/seq2seq.py", "ui/labs.py", "ui/pe_lab.py",
+       "ui/mask_lab.py", "ui/steps_page.py",
        "ui/seq2seq.py", "viz/positional.py", "viz/masks.py", "viz/seq2seq.py", "viz/steps.py", "viz/tour.py"]
 
 
@@ -102,8 +103,8 @@ def test_keys_used_by_the_lab_pages_exist():
     names = [*ATTENTION_TABS, *LAYER_TABS["encoder"], *LAYER_TABS["decoder"], VOCAB_TAB]
     used |= {f"steps.tab.{n}" for n in names} | {f"steps.{n}.note" for n in names if n not in ATTENTION_TABS}
     used |= {f"s2s.task.{x}" for x in TASKS} | {f"s2s.task_help.{x}" for x in TASKS}
-    used |= {f"masks.example.{x}" for x in labs.MASK_EXAMPLES} | set(labs.PE_TAB_KEYS) | set(labs.MASK_TAB_KEYS)
-    used |= {f"pe.part.{kind}.{p}" for kind, parts in labs.EMBEDDING_PARTS.items() for p in parts}
+    used |= {f"masks.example.{x}" for x in mask_lab.MASK_EXAMPLES} | set(pe_lab.PE_TAB_KEYS) | set(mask_lab.MASK_TAB_KEYS)
+    used |= {f"pe.part.{kind}.{p}" for kind, parts in pe_lab.EMBEDDING_PARTS.items() for p in parts}
     missing = sorted(k for k in used if k not in catalogue("en") or k not in catalogue("ko"))
     assert not missing
     assert len(used) > 120

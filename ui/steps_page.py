@@ -1,0 +1,154 @@
+"""Step by step: a whole layer on the sentence with the model's own numbers (attention stages, Add & Norm, FFN, vocab)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from i18n import t
+from viz import steps as vs_steps
+from viz import tour as vt
+from viz.steps import SECTION_OF, stage_figure
+
+from . import cache
+from .labs import lazy_tabs
+from .state import View
+from .widgets import Export, chart, layer_head
+
+
+def block_label(block: str, lang: str) -> str:
+    """The attention block's name ("Encoder self-attention", ...) in the interface language."""
+    return t(f"block.{block}", lang)
+
+
+def draw_stage(view: View, stage, lang: str = "en") -> None:
+    """One stage of the step-by-step walk-through: title and shape, formula, caption, heatmap with its export."""
+    st.markdown(f"**{stage.title}** · `{stage.shape}`")
+    st.latex(stage.latex)
+    st.caption(stage.caption)
+    if stage.trivial:  # no blocked cell: the mask is all ones and the masked scores equal the scaled ones
+        st.info(t("steps.mask_none" if stage.key == "mask" else "steps.masked_none", lang))
+        return
+    title = f"{view.model_name} · {block_label(view.block, lang)} · {layer_head(view.layer, view.head, lang)}"
+    chart(stage_figure(stage, lecture=view.lecture, lang=lang), f"step_{stage.key}", Export(
+        stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", view.text,
+        f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}", heatmap=dict(
+            masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+            xlabel=stage.xlabel, ylabel=stage.ylabel)))
+
+
+def draw_section(view: View, stages: list, section: int, lang: str) -> None:
+    """The stages of one attention section (SECTION_OF), those of one group side by side."""
+    groups: dict[str, list] = {}
+    for stage in (s for s in stages if SECTION_OF[s.key] == section):
+        groups.setdefault(stage.group or stage.key, []).append(stage)
+    for members in groups.values():
+        for col, stage in zip(st.columns(len(members)) if len(members) > 1 else [st.container()], members):
+            with col:
+                draw_stage(view, stage, lang)
+        st.divider()
+
+
+def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
+    """(name, tab) of the Step by step page's lazy tabs for the sidebar's block (viz.steps.step_tabs)."""
+    last = view.block != "encoder" and view.layer == view.model.config.n_decoder_layers - 1
+    names = vs_steps.step_tabs(view.block, last)
+    return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
+
+
+def _draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: int) -> None:
+    """Figures of viz.tour's Add & Norm / Feed Forward builders; the matrices with their exports."""
+    for name, (fig, m) in figs.items():
+        if m is None:
+            st.plotly_chart(fig, key=f"{prefix}_{name}")
+            continue
+        rows = tokens if name not in ("W_1", "W_2") else [str(i) for i in range(m.shape[0])]
+        chart(fig, f"{prefix}_{name}", Export(m, rows, [str(j) for j in range(m.shape[1])], fig.layout.title.text,
+                                              view.text, f"{view.model_name}-L{layer}-{prefix}-{name}"))
+
+
+def layer_section(view: View, name: str, lang: str) -> None:
+    """One tab of the rest of the layer after multi-head attention (Add & Norm, Feed Forward, the second / third
+    Add & Norm and the layer output; the decoder's cross-attention Add & Norm; the final linear layer and Softmax),
+    with the model's own numbers (analysis.stages.sublayer_steps) and the figures the guided tour draws."""
+    if name == vs_steps.VOCAB_TAB:
+        return vocab_section(view, lang)
+    dec = view.block != "encoder"
+    block = "decoder_self" if dec else "encoder"
+    sub = cache.sublayer_steps(view.model_name, view.device, view.text, block, view.layer)
+    tokens = view.trace.axis_tokens(block)[0]
+    n, d = sub["norm1"].shape
+    lg, lecture, prefix = lang, view.lecture, f"steps_{name}"
+    st.caption(t(f"steps.{name}.note", lg, layer=view.layer))
+    if name in ("add_norm", "add_norm_dec"):
+        st.latex(FORMULA_ADD_NORM.replace("Sublayer", "MultiHead"))
+        figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
+                                   lang=lg, lecture=lecture)
+    elif name == "cross_norm":
+        head = min(view.head, view.n_heads - 1)
+        steps = cache.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
+        if view.block == "decoder_self":  # the cross-attention itself: K and V from M, queries from the decoder
+            cross_glance(view, steps, head, lg)
+        cross = steps["output"]
+        figs = {"cross": (vt.token_matrix(cross, tokens, t("steps.cross_fig", lg, n=n, d=d), lang=lg,
+                                          lecture=lecture), cross)}
+        figs.update(vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.cross_sum_fig", lg, n=n, d=d),
+                                        lang=lg, lecture=lecture))
+    elif name in ("ffn", "ffn_dec"):
+        act = getattr(view.model.config, "activation", "relu").upper()
+        st.latex(r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2")
+        st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+        figs = vt.ffn_figures(sub, tokens, layer=view.layer, act=act, lang=lg, weights=True, lecture=lecture)
+        figs.pop("out")
+    else:
+        last = "norm3" if dec else "norm2"
+        st.latex(FORMULA_ADD_NORM.replace("Sublayer", "FFN"))
+        figs = vt.add_norm_figures(sub, last, tokens, sum_title=t("steps.ffn_sum_fig", lg, n=n, d=d), lang=lg,
+                                   lecture=lecture)
+    _draw_figures(view, figs, prefix, tokens, view.layer)
+    if name in ("output", "output_dec"):
+        hidden = view.trace.decoder_hidden_states if dec else view.trace.encoder_hidden_states
+        diff = vt.layer_output_check(sub, hidden, view.layer)
+        if diff is not None:
+            (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=view.layer))
+
+
+def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
+    """The cross-attention of this decoder layer in two figures (the encoder output M, which gives the keys and
+    values, and the weights of the chosen head); all its stages are on the sidebar's cross-attention block."""
+    rows, cols = view.trace.axis_tokens("cross")
+    stages = vs_steps.build_stages(steps, rows, cols, head=head, n_heads=view.n_heads, block="cross", lang=lang)
+    by_key = {s.key: s for s in stages}
+    for col, key in zip(st.columns(2), ("memory", "weights")):
+        stage = by_key[key]
+        with col:
+            st.markdown(f"**{stage.title}** · `{stage.shape}`")
+            chart(stage_figure(stage, lecture=view.lecture, lang=lang), f"steps_cross_{key}", Export(
+                stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {stage.title} ({stage.shape})", view.text,
+                f"{view.model_name}-L{view.layer}-H{head}-cross-{key}",
+                heatmap=dict(cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r", xlabel=stage.xlabel,
+                             ylabel=stage.ylabel)))
+
+
+FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
+                    r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
+
+
+def vocab_section(view: View, lang: str) -> None:
+    """The last decoder layer's output through the final linear layer and Softmax over the vocabulary: the top
+    tokens at every decoder position, the chosen query token's bars, and the check against the model's logits."""
+    out = cache.vocab_output(view.model_name, view.device, view.text)
+    rows = view.trace.axis_tokens("decoder_self")[0]
+    d, v = out["W"]
+    st.caption(t("steps.vocab.note", lang))
+    st.latex(r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)")
+    st.markdown(t("steps.vocab.shapes", lang, d=d, v=v))
+    i = min(view.token, len(rows) - 1)
+    probs, toks = out["top_probs"][i], out["top_tokens"][i]
+    st.plotly_chart(vt.ranked_bars(probs, toks, answer=0, title=t("steps.vocab.fig", lang, i=i, token=rows[i]),
+                                   ylabel=t("tour.axis.probability", lang), lecture=view.lecture), key="steps_vocab")
+    st.dataframe({t("steps.col.position", lang): list(range(len(rows))), t("steps.col.input", lang): list(rows),
+                  t("steps.col.top", lang): [" · ".join(f"{tk} {p:.3f}" for tk, p in zip(tt, pp))
+                                             for tt, pp in zip(out["top_tokens"], out["top_probs"])]},
+                 hide_index=True, width="stretch")
+    err = float(abs(out["sums"] - 1).max())
+    (st.success if out["diff"] < 1e-4 else st.warning)(t("steps.vocab.check", lang, diff=out["diff"], err=err))

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.dev-installed
 PORT ?= 8501
 
-.PHONY: install dev run test lint bench clean serve loadtest
+.PHONY: install dev run test test-fast lint bench clean serve loadtest
 
 $(STAMP): requirements.txt requirements-minilm.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ lint: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
+
+# the edit loop: slow and browser tests deselected (CI and `make test` run everything)
+test-fast: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "not slow and not browser"
 
 bench: $(DEV_STAMP)
 	$(PY) bench/bench_model.py

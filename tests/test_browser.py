@@ -85,7 +85,11 @@ def test_script_in_text_is_not_executed(app_url):
     with chromium_page() as page:
         page.goto(f"{app_url}/?{urlencode({'text': payload})}", wait_until="domcontentloaded")
         wait_for_app(page)
-        page.wait_for_timeout(1000)
+        # the page's own signal that the text was rendered: the explorer's map is drawn and its token labels carry
+        # the payload's words as text ("script"; an <img> injected as HTML would have fired onerror by then: src=x fails)
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+        page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] text')]
+                                          .some(t => /script/.test(t.textContent))""", timeout=60_000)
         assert page.evaluate("() => window.__pwned === undefined")
         assert not _errors(page), _errors(page)
 

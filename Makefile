@@ -29,7 +29,7 @@ MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 
 # RUN_ARGS: extra streamlit options, e.g. RUN_ARGS="--server.fileWatcherType auto --server.runOnSave true" while editing
 run: $(STAMP)
-	$(MALLOC_ENV) $(PY) -m streamlit run app.py --server.port $(PORT) $(RUN_ARGS)
+	$(MALLOC_ENV) $(PY) -m ui.door run app.py --server.port $(PORT) $(RUN_ARGS)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
 serve: $(STAMP)

@@ -79,7 +79,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLI
 SERVERS=""
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
-    "$PY" -m streamlit run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
+    "$PY" -m ui.door run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
         >"$RUN_DIR/app$i.log" 2>&1 &
     PIDS+=($!)

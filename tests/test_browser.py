@@ -7,6 +7,7 @@ else to the test's tmp dir). In CI (CI=true) a missing browser fails the test in
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -262,3 +263,34 @@ def test_quiz_reveal_in_the_browser(app_url, shot_dir):
         verdict.first.scroll_into_view_if_needed()
         assert not _errors(page), _errors(page)
         page.screenshot(path=str(shot_dir / "quiz.png"), full_page=False)
+
+
+def test_a_link_over_the_servers_limit_gets_a_page_and_the_next_link_works(app_url):
+    """Issue 19: a 100 KB link answers at once with the app's own page (414, in the link's language, with a way
+    back), never the server's plain text or a hang; the next normal link in the same tab opens the app."""
+    long_link = f"{app_url}/?{urlencode({'lang': 'ko', 'text': 'x' * 100_000})}"
+    with chromium_page() as page:
+        started = time.monotonic()
+        response = page.goto(long_link, wait_until="domcontentloaded", timeout=10_000)
+        took = time.monotonic() - started
+        assert response is not None and response.status == 414
+        assert "링크가 너무 깁니다" in page.inner_text("body") and "This link is too long" in page.inner_text("body")
+        assert took < 5, took  # generous for a loaded CI machine; measured 0.0x s locally
+        page.goto(f"{app_url}/?{urlencode({'text': 'I am good'})}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+        assert not _errors(page), _errors(page)
+
+
+@pytest.mark.parametrize("path,landing", [("a/b", ""), ("steps/extra/more", "steps")])
+def test_an_unknown_nested_path_lands_on_a_page_of_the_app(app_url, path, landing):
+    """Issue 19: never a blank page: an unknown nested path goes to the page it starts with (or the explorer),
+    keeping the query."""
+    with chromium_page() as page:
+        page.goto(f"{app_url}/{path}?{urlencode({'text': 'I am good'})}", wait_until="domcontentloaded")
+        wait_for_app(page)
+        assert page.url.startswith(f"{app_url}/{landing}") and "text=I+am+good" in page.url, page.url
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg, [data-testid="stImage"] img',
+                               timeout=60_000)
+        assert page.locator('[data-testid="stSidebarNav"]').count() == 1
+        assert not _errors(page), _errors(page)

@@ -1,0 +1,159 @@
+"""The app's door: how `make run`, `make serve` and the tests start Streamlit, with two fixes at the HTTP level.
+
+    python -m ui.door run app.py --server.port 8501      (the same arguments as `streamlit run`)
+
+1. A link over the server's request-head limit (uvicorn/h11: 16 KB). Uvicorn answers it with a plain-text
+   "Invalid HTTP request received." (when the head arrives in pieces; a head that arrives at once is read, and
+   the app would get a 100 KB link) and closes the socket while the browser may still be sending the rest of the
+   head, which a browser can show as a reset or a hang. Here the answer is a small page in the link's language
+   (`lang=ko` in the link or a Korean Accept-Language; both languages are on it) with status 414 (400 for other
+   unreadable requests) and a link back to the app, for any link over MAX_LINK_BYTES; the rest of the request is read and dropped for up to
+   LINGER_S before the socket closes, so the browser reads the page, and the next link opens a new connection.
+2. An unknown nested path (`/a/b`, `/steps/extra`): Streamlit serves its page there, whose relative asset paths
+   then point under /a/ and fail, leaving a blank page. A browser's request for such a path is redirected (307) to
+   the page it starts with, or to the explorer, keeping the query string. One-level unknown paths are Streamlit's
+   own (it falls back to the default page) and are left alone.
+
+Both are installed by wrapping uvicorn's Config before Streamlit builds its server (Streamlit 1.67 serves with
+uvicorn, `streamlit.web.server.starlette`); nothing else of Streamlit is changed.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+
+import uvicorn
+from h11 import _connection as h11_connection
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from i18n import LANGS, t
+
+LINGER_S = 1.0  # read and drop what the browser still sends, then close
+MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
+# the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
+PAGES = {"positional", "masks", "steps", "seq2seq", "heads", "tour", "explorer"}  # app_pages/<name>.py
+# Streamlit's own first path segments (its API, websocket, assets, media files, components)
+STREAMLIT_PREFIXES = {"_stcore", "static", "media", "component", "app", "~", "healthz"}
+
+
+def request_lang(head: bytes) -> str:
+    """The language of a (partial) request head: `lang=ko` in its query, else a Korean Accept-Language, else
+    English."""
+    if re.search(rb"[?&]lang=ko(?:[&\s#]|$)", head[:65_536]):
+        return "ko"
+    if re.search(rb"(?im)^accept-language:\s*ko", head):
+        return "ko"
+    return "en"
+
+
+def door_page(status: int, lang: str) -> bytes:
+    """The page for an unreadable request: in `lang`, then in the other language, with a link to the app."""
+    kind = "too_long" if status == 414 else "bad"
+    parts = []
+    for lg in (lang, *(x for x in LANGS if x != lang)):
+        parts.append(f'<section lang="{lg}"><h1>{html.escape(t(f"door.{kind}.title", lg))}</h1>'
+                     f"<p>{html.escape(t(f'door.{kind}.body', lg))}</p>"
+                     f'<p><a href="/">{html.escape(t("door.home", lg))}</a></p></section>')
+    return ("<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width\"><title>Headlight</title>"
+            "<style>body{font-family:sans-serif;max-width:40em;margin:3em auto;padding:0 1em;line-height:1.5}"
+            "section+section{margin-top:2em;color:#555}</style></head><body>"
+            + "".join(parts) + "</body></html>").encode("utf-8")
+
+
+class DoorH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, answering an unreadable request with door_page instead of plain text."""
+
+    _lingering = False
+
+    def send_400_response(self, msg: str) -> None:
+        head, _ = self.conn.trailing_data
+        limit = self.config.h11_max_incomplete_event_size or h11_connection.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        status = 414 if len(head) >= limit else 400
+        body = door_page(status, request_lang(head))
+        reason = b"URI Too Long" if status == 414 else b"Bad Request"
+        raw = (b"HTTP/1.1 %d %s\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: %d\r\n"
+               b"cache-control: no-store\r\nconnection: close\r\n\r\n" % (status, reason, len(body))) + body
+        self.logger.warning("%s (%d bytes of request head): answered %d", msg, len(head), status)
+        self.transport.write(raw)  # written as bytes: h11's state machine is in its error state here
+        self._lingering = True
+        try:
+            self.transport.write_eof()  # the response is complete; the browser may still be sending
+        except (NotImplementedError, OSError, RuntimeError):
+            pass
+        self.loop.call_later(LINGER_S, self.transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:  # the rest of a refused request: dropped
+            return
+        super().data_received(data)
+
+
+class DoorMiddleware:
+    """ASGI: a browser's GET of an unknown nested path goes (307) to the page it starts with, or the explorer,
+    keeping the query string."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") == "http":
+            query = scope.get("query_string", b"")
+            if len(scope.get("raw_path") or b"") + len(query) > MAX_LINK_BYTES:
+                body = door_page(414, request_lang(b"GET /?" + query[:65_536]))
+                await send({"type": "http.response.start", "status": 414,
+                            "headers": [(b"content-type", b"text/html; charset=utf-8"),
+                                        (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        if scope.get("type") == "http" and scope.get("method") in ("GET", "HEAD"):
+            target = redirect_target(scope.get("path", "/"), scope.get("query_string", b""),
+                                     dict(scope.get("headers") or []).get(b"accept", b""))
+            if target is not None:
+                await send({"type": "http.response.start", "status": 307,
+                            "headers": [(b"location", target.encode("latin-1")), (b"cache-control", b"no-store"),
+                                        (b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await self.app(scope, receive, send)
+
+
+def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:
+    """Where a browser asking for `path` should go instead, or None to serve it as Streamlit does."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) < 2 or parts[0] in STREAMLIT_PREFIXES or b"text/html" not in accept:
+        return None
+    page = parts[0] if parts[0] in PAGES and parts[0] != "explorer" else ""
+    q = query.decode("latin-1")
+    return "/" + page + ("?" + q if q else "")
+
+
+def install() -> None:
+    """Wrap uvicorn.Config so that the server Streamlit builds uses the door's protocol and middleware."""
+    if getattr(uvicorn.Config, "_headlight_door", False):
+        return
+    base = uvicorn.Config
+
+    class DoorConfig(base):
+        _headlight_door = True
+
+        def __init__(self, app, *args, **kwargs):
+            if kwargs.get("http", "auto") in ("auto", "h11"):
+                kwargs["http"] = DoorH11Protocol
+            super().__init__(DoorMiddleware(app), *args, **kwargs)
+
+    uvicorn.Config = DoorConfig
+
+
+def main(argv: list[str] | None = None) -> None:
+    install()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", *(sys.argv[1:] if argv is None else argv)]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()

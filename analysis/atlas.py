@@ -38,7 +38,7 @@ import numpy as np
 from model.errors import HeadlightError, InputError
 from model.tokenizer import piece_text
 
-from .frozen import readonly, to_numpy
+from .frozen import ro, to_numpy
 from .heads import encoder_input, locate, run_encoder
 
 PROBES_PATH = Path(__file__).resolve().parent.parent / "assets" / "probes" / "atlas_probes.json"
@@ -68,10 +68,6 @@ class Probe:
 def load_probes(path: str | Path = PROBES_PATH) -> list[Probe]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return [Probe(p["sentence"], p["pronoun"], p["antecedent"], p.get("distractor", "")) for p in data["probes"]]
-
-
-def _ro(a, dtype=np.float32) -> np.ndarray:
-    return readonly(np.array(a, dtype=dtype))
 
 
 def is_punct(token: str) -> bool:
@@ -258,10 +254,10 @@ def build_atlas(model, probes: list[Probe] | None = None, *, progress: Callable[
             per.setdefault(k, []).append(v)
         if progress is not None:
             progress((i + 1) / len(probes))
-    per_sentence = {k: _ro(np.stack(v)) for k, v in per.items()}  # (S, L, H)
+    per_sentence = {k: ro(np.stack(v)) for k, v in per.items()}  # (S, L, H)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (e.g. no coref pair) stay NaN
-        scores = {k: _ro(np.nanmean(v, axis=0)) for k, v in per_sentence.items()}
+        scores = {k: ro(np.nanmean(v, axis=0)) for k, v in per_sentence.items()}
     return Atlas(model.name, tuple(p.sentence for p in probes), n_coref, scores, per_sentence,
                  top_labels(scores), time.perf_counter() - t0)
 

@@ -29,7 +29,7 @@ import numpy as np
 from model.errors import InputError
 
 from .frozen import readonly
-from .metrics import rollout  # (L, H, n, n) -> (L, n, n), the explorer's rollout: one implementation
+from .metrics import residual_attention, rollout  # the explorer's rollout: one formula, one implementation
 
 # Longest input attention flow accepts: it solves one max-flow per input token, and the time grows faster than n^3
 # and depends on the attention. Measured on the 2-core CPU (one thread, MiniLM's 6 layers, every input token to one
@@ -42,16 +42,6 @@ EPS = 1e-9  # residual capacities below this count as saturated (weights are flo
 
 def _frozen(a: np.ndarray, dtype=np.float32) -> np.ndarray:
     return readonly(np.array(a, dtype=dtype))
-
-
-def residual_attention(att: np.ndarray) -> np.ndarray:
-    """(L, H, n, n) -> (L, n, n) float64: per layer 0.5 * mean over heads + 0.5 * I, rows renormalised."""
-    att = np.asarray(att)
-    if att.ndim != 4 or att.shape[-1] != att.shape[-2]:
-        raise ValueError(f"needs square self-attention (L, H, n, n), got shape {att.shape}")
-    n = att.shape[-1]
-    a = 0.5 * att.mean(axis=1, dtype=np.float64) + 0.5 * np.eye(n)[None]
-    return a / a.sum(axis=-1, keepdims=True)
 
 
 # ---- max-flow -----------------------------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ def readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def ro(a, dtype=np.float32) -> np.ndarray:
+    """A read-only copy of `a` as `dtype` (the one helper for frozen results' arrays)."""
+    return readonly(np.array(a, dtype=dtype))
+
+
 def freeze(obj):
     """Make every numpy array reachable from `obj` (dataclass fields, dicts, lists, tuples) read-only; returns obj."""
     if isinstance(obj, np.ndarray):

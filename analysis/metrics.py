@@ -81,18 +81,24 @@ def head_average(att: np.ndarray) -> np.ndarray:
     return att.mean(axis=1, keepdims=True)
 
 
+def residual_attention(att: np.ndarray) -> np.ndarray:
+    """(L, H, n, n) -> (L, n, n) float64: per layer 0.5 * mean over heads + 0.5 * I (the residual connection), rows
+    renormalised: the one formula under rollout and attention flow."""
+    att = np.asarray(att)
+    if att.ndim != 4 or att.shape[-1] != att.shape[-2]:
+        raise ValueError(f"needs square self-attention (L, H, n, n), got shape {att.shape}")
+    n = att.shape[-1]
+    a = 0.5 * att.mean(axis=1, dtype=np.float64) + 0.5 * np.eye(n)[None]
+    return a / a.sum(axis=-1, keepdims=True)
+
+
 def rollout(att: np.ndarray) -> np.ndarray:
     """(L, H, n, n) -> (L, n, n): attention rollout up to each layer (Abnar & Zuidema 2020)."""
-    if att.shape[-1] != att.shape[-2]:
-        raise ValueError(f"rollout needs square self-attention, got {att.shape[-2]} x {att.shape[-1]}")
-    n = att.shape[-1]
-    eye = np.eye(n, dtype=np.float64)
-    out = np.empty((att.shape[0], n, n), dtype=np.float32)
-    r = eye
-    for layer in range(att.shape[0]):
-        a = 0.5 * att[layer].mean(axis=0, dtype=np.float64) + 0.5 * eye  # (n, n) residual connection
-        a /= a.sum(axis=-1, keepdims=True)
-        r = a @ r
+    a = residual_attention(att)  # (L, n, n)
+    out = np.empty(a.shape, dtype=np.float32)
+    r = np.eye(a.shape[-1], dtype=np.float64)
+    for layer in range(a.shape[0]):
+        r = a[layer] @ r
         out[layer] = r
     return out
 

@@ -25,11 +25,11 @@ import re
 import sys
 
 import uvicorn
-from h11 import _connection as h11_connection
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from i18n import LANGS, t
 
+H11_DEFAULT_LIMIT = 16_384  # h11's max_incomplete_event_size when uvicorn sets none
 LINGER_S = 1.0  # read and drop what the browser still sends, then close
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
@@ -70,7 +70,7 @@ class DoorH11Protocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         head, _ = self.conn.trailing_data
-        limit = self.config.h11_max_incomplete_event_size or h11_connection.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+        limit = self.config.h11_max_incomplete_event_size or H11_DEFAULT_LIMIT
         status = 414 if len(head) >= limit else 400
         body = door_page(status, request_lang(head))
         reason = b"URI Too Long" if status == 414 else b"Bad Request"

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from model.errors import InputError
 
-from ..frozen import readonly, to_numpy
+from ..frozen import to_numpy
 
 PRESET_A = "The animal didn't cross the street because it was tired"
 PRESET_B = "The animal didn't cross the street because it was wide"
@@ -26,11 +25,6 @@ FLIP_MARGIN = 0.03  # a preference must be at least this large on both sides to 
 ABLATIONS = ("zero", "mean", "keep")
 
 TokenSpec = str | int | tuple[int, int]  # a token or word, a token position in A, or positions (in A, in B)
-
-
-def ro(a, dtype=np.float32) -> np.ndarray:
-    """A read-only copy."""
-    return readonly(np.array(a, dtype=dtype))
 
 
 _np = to_numpy

@@ -10,8 +10,7 @@ import torch
 
 from model.errors import InputError
 
-from ..frozen import to_numpy
-from .common import ro
+from ..frozen import ro, to_numpy
 
 
 # ---- logit lens ---------------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..frozen import to_numpy
-from .common import encoder_input, ro, run_encoder
+from ..frozen import ro, to_numpy
+from .common import encoder_input, run_encoder
 
 
 # ---- 3. value-weighted norms --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 from model.errors import InputError
 from model.tokenizer import piece_text
 
-from ..frozen import to_numpy
+from ..frozen import ro, to_numpy
 from .common import (
     FLIP_MARGIN,
     PRESET_CANDIDATES,
@@ -21,7 +21,6 @@ from .common import (
     EncoderInput,
     TokenSpec,
     encoder_input,
-    ro,
     run_encoder,
 )
 

@@ -13,8 +13,8 @@ from model.attention import HeadAblation
 from model.errors import InputError
 from model.trace import BLOCKS
 
-from ..frozen import to_numpy
-from .common import ABLATIONS, encoder_input, n_layers_heads, ro, run_encoder
+from ..frozen import ro, to_numpy
+from .common import ABLATIONS, encoder_input, n_layers_heads, run_encoder
 
 # ---- 2. head surgery ----------------------------------------------------------------------------------------------
 HeadRef = tuple[int, int] | tuple[str, int, int]  # (layer, head) in the encoder, or (block, layer, head)

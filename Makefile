@@ -27,13 +27,17 @@ dev: $(DEV_STAMP)
 # large freed buffers go back to the system (see ui/shell.py return_freed_memory)
 MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 
+# MODELS: local Hugging Face-format folders to offer too (bert, roberta, xlm-roberta, distilbert, gpt2, bart, marian),
+# comma-separated, e.g. make run MODELS=/models/tiny-gpt2,/models/bart (sets HEADLIGHT_MODELS)
+MODELS_ENV := $(if $(MODELS),HEADLIGHT_MODELS="$(MODELS)")
+
 # RUN_ARGS: extra streamlit options, e.g. RUN_ARGS="--server.fileWatcherType auto --server.runOnSave true" while editing
 run: $(STAMP)
-	$(MALLOC_ENV) $(PY) -m ui.door run app.py --server.port $(PORT) $(RUN_ARGS)
+	$(MALLOC_ENV) $(MODELS_ENV) $(PY) -m ui.door run app.py --server.port $(PORT) $(RUN_ARGS)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
 serve: $(STAMP)
-	$(MALLOC_ENV) PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
+	$(MALLOC_ENV) $(MODELS_ENV) PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
 
 # a lecture hall against a running app (make run / make serve): LOADTEST_ARGS="--students 30 --pages all"
 loadtest: $(STAMP)
@@ -57,6 +61,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bench_app.py
 	$(PY) bench/bench_heads.py
 	$(PY) bench/bench_e5.py
+	$(PY) bench/bench_gpt2.py
 	$(PY) bench/bench_browser.py
 
 clean:

@@ -30,13 +30,19 @@ def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
     if block not in BLOCKS:
         raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
     cfg = loaded.config
-    n_layers = cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
-    if block != "encoder" and not cfg.is_encoder_decoder:
+    decoder_only = getattr(loaded, "kind", "") == "decoder"  # GPT-2: one causal stack (model/hf/gpt2.py)
+    n_layers = cfg.n_encoder_layers if block == "encoder" or decoder_only else cfg.n_decoder_layers
+    if decoder_only:
+        if block != "decoder_self":
+            raise ValueError(f"{loaded.name} has no {block!r} attention")
+    elif block != "encoder" and not cfg.is_encoder_decoder:
         raise ValueError(f"{loaded.name} has no {block!r} attention")
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} out of range 0..{n_layers - 1}")
     src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, n)
     with torch.inference_mode():
+        if decoder_only:
+            return loaded.module(src, record={layer}).stack.records[layer]
         if not cfg.is_encoder_decoder:
             types = getattr(loaded.tokenizer.encode(trace.text, trace.meta.get("pair")), "type_ids", None)
             type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
@@ -65,11 +71,12 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     r = att.record
     st = r["stages"]
     layer_mod = _stack(loaded, block)[layer]
-    mha = layer_mod.cross_attn if kind == "cross" else layer_mod.self_attn
+    mha = layer_mod.cross_attn if kind == "cross" else getattr(layer_mod, "self_attn", None) or layer_mod.attn
     P = mha.projection_matrices()
     cols = slice(head * cfg.d_k, (head + 1) * cfg.d_k)
     # the query input: the layer input, or (cross-attention) the state after the masked self-attention sublayer
-    x = rec["layer"]["norm1"] if kind == "cross" else rec["layer"]["x"]
+    # (pre-LN GPT-2: the attention reads LN_1(x))
+    x = rec["layer"]["norm1"] if kind == "cross" else rec["layer"].get("ln_1", rec["layer"]["x"])
     n, m = st.scores.shape[-2:]
     mask = torch.isfinite(st.masked[0, head]) if st.masked is not st.scaled else torch.ones(n, m, dtype=torch.bool)
     out = {
@@ -106,6 +113,8 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
 
 def _stack(loaded, block: str):
     m = loaded.module
+    if getattr(loaded, "kind", "") == "decoder":
+        return m.blocks.layers
     if block == "encoder":
         return m.encoder.layers
     return m.decoder.layers

@@ -18,3 +18,5 @@ st.caption(t("ex.caption", view.lang, n=len(trace.source_tokens), model=view.mod
 mode, hide, merge = ex.options(view)
 d = cache.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge)
 ex.sections(view, d, mode, (hide, merge))
+if view.model.kind == "decoder":  # GPT-2 family: what comes next
+    ex.next_token_panel(view)

@@ -3,6 +3,8 @@
     python -m model "The animal didn't cross the street because it was tired" --model minilm-l6 --out trace.npz
     python -m model "..." --from it
     python -m model --list
+    python -m model "The cat sat" --model-dir ./my-gpt2 --out trace.npz      (a local Hugging Face-format folder)
+    python -m model "UN Chief says" --model-dir ./my-bart --target "Le chef" --out trace.npz
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pair", help="second sentence (encoder models: a sentence pair)")
     p.add_argument("--task", help="task for task-conditioned models (seq2seq-tiny: copy, reverse, swap)")
     p.add_argument("--intermediates", action="store_true", help="also store per-layer hidden states")
+    p.add_argument("--model-dir", metavar="PATH",
+                   help="a local Hugging Face-format folder (config.json, model.safetensors, tokenizer.json) to run "
+                        "instead of --model: bert, roberta, xlm-roberta, distilbert, gpt2, bart, marian")
+    p.add_argument("--target", help="target text to teacher-force (encoder-decoder models) instead of decoding")
     return p
 
 
 def from_token_report(trace, token: str) -> list[str]:
     """Lines 'layer L head H: <query> -> <key> weight' for the first token equal to `token`."""
     want = token.lower()
-    block = "encoder"
+    block = trace.blocks[0]  # "encoder", or "decoder_self" for a decoder-only model
     q_tokens, k_tokens = trace.axis_tokens(block)
     # "그것은" finds the SentencePiece token "▁그것은" (and "it" finds "it")
-    plain = [piece_text(t).lower() for t in q_tokens]
+    plain = [piece_text(t).removeprefix("\u0120").lower() for t in q_tokens]  # GPT-2's byte-level space mark Ġ too
     if want not in plain:
         raise HeadlightError(f"token {token!r} is not among the tokens: {' '.join(q_tokens)}")
     qi = plain.index(want)
@@ -66,10 +72,19 @@ def main(argv: list[str] | None = None) -> int:
             check_text(args.pair)
         if args.out and Path(args.out).suffix.lower() not in (".npz", ".json"):
             raise HeadlightError(f"unknown trace format {Path(args.out).suffix!r}: use .npz or .json")
-        spec = get_spec(args.model)
+        if args.target is not None:
+            check_text(args.target)
+        if args.model_dir is not None:
+            from .hf.registration import register_folder
+
+            spec = register_folder(args.model_dir)
+        else:
+            spec = get_spec(args.model)
+        if args.target is not None and spec.kind != "encoder-decoder":
+            raise HeadlightError(f"--target is for encoder-decoder models (teacher forcing); {spec.name} is {spec.kind}")
         if args.pair is not None and spec.kind != "encoder":
             raise HeadlightError(f"--pair is for encoder models (a sentence pair); {spec.name} is {spec.kind}")
-        if args.task is not None and spec.kind == "encoder":
+        if args.task is not None and spec.kind != "encoder-decoder":
             raise HeadlightError(f"--task is for task-conditioned encoder-decoder models; {spec.name} has no tasks")
         model = load_model(spec.name, args.device)
         kw = {}
@@ -77,14 +92,17 @@ def main(argv: list[str] | None = None) -> int:
             kw["pair"] = args.pair
         if args.task:
             kw["task"] = args.task
+        if args.target is not None:
+            kw["target"] = args.target
         trace = model.trace(args.text, intermediates=args.intermediates, **kw)
         if trace.truncated:
             print(f"note: input truncated to {len(trace.source_tokens)} of {trace.n_tokens_untruncated} tokens",
                   file=sys.stderr)
         if args.out:
             path = trace.save(args.out)
-            print(f"wrote {path} ({len(trace.source_tokens)} tokens, encoder_attention "
-                  f"{tuple(trace.encoder_attention.shape)})")
+            block = trace.blocks[0]
+            name = "encoder_attention" if block == "encoder" else "decoder_self_attention"
+            print(f"wrote {path} ({len(trace.source_tokens)} tokens, {name} {tuple(trace.attention(block).shape)})")
         if "output_text" in trace.meta:
             print(f"output: {trace.meta['output_text']}")
         if args.from_token:

@@ -16,13 +16,15 @@ class ModelSpec:
     name: str
     label: str  # what the model picker shows
     description: str
-    kind: str  # "encoder" | "encoder-decoder"
+    kind: str  # "encoder" | "decoder" | "encoder-decoder"
     trained: bool
     loader: str  # "module:function", imported only when the model is loaded; function(device) -> LoadedModel
+    path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir): function(device, path, name=)
 
     def load(self, device: torch.device):
         mod, fn = self.loader.split(":")
-        return getattr(importlib.import_module(mod), fn)(device)
+        load = getattr(importlib.import_module(mod), fn)
+        return load(device) if self.path is None else load(device, self.path, name=self.name)
 
 
 REGISTRY: dict[str, ModelSpec] = {}
@@ -58,6 +60,16 @@ register(ModelSpec(
 ))
 
 DEFAULT_MODEL = "minilm-l6"
+
+
+def register_local_models(value: str | None = None) -> list[ModelSpec]:
+    """Register the Hugging Face-format folders named in HEADLIGHT_MODELS (comma-separated) or `value`."""
+    from .hf.registration import register_local_models as register_folders
+
+    return register_folders(value)
+
+
+register_local_models()
 
 
 def list_models() -> list[str]:

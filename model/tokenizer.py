@@ -22,12 +22,14 @@ from tokenizers import Tokenizer
 from .errors import InputError
 
 WORD_START = "\u2581"  # SentencePiece's word-start mark (XLM-R / multilingual-e5-small): "▁동물", "은"
+BYTE_SPACE = "\u0120"  # byte-level BPE's space before a word (GPT-2, RoBERTa): "Ġit"
 
 
 def piece_text(token: str, first: bool = True) -> str:
     """A token's text inside its word: WordPiece's '##' (a continuation) and SentencePiece's leading '▁' (a word
-    start) removed. `first`: the token opens its word ('##' is then kept: a word that starts with '##')."""
-    if token.startswith(WORD_START):  # "▁" alone: the word's start, its text follows in the next piece
+    start) or byte-level BPE's leading 'Ġ' (a space before the word) removed. `first`: the token opens its word
+    ('##' is then kept: a word that starts with '##')."""
+    if token.startswith((WORD_START, BYTE_SPACE)):  # "▁" alone: the word's start, its text follows in the next piece
         return token[1:]
     if not first and token.startswith("##"):
         return token[2:]
@@ -70,14 +72,19 @@ def group_words(offsets, special, sequence_ids, tokens=None) -> list[int]:
     """A new word starts after a gap (start > end of the previous token), in a new
     sequence, or (SentencePiece) at a token marked '▁'. Pieces of one character share its span (Korean syllables
     split into jamo: "나" -> "ᄂ", "##ᅡ" both (0, 1)), so overlapping spans stay in one word. SentencePiece spans
-    include the space, so for such a tokenizer (`tokens` given) the '▁' mark alone decides."""
-    marks = tokens is not None and any(t.startswith(WORD_START) for t in tokens)
+    include the space, so for such a tokenizer (`tokens` given) the '▁' mark alone decides; so does byte-level BPE's
+    'Ġ' (GPT-2: "Ġan", "im", "al" is one word; its spans may include the space too)."""
+    mark = WORD_START
+    if tokens is not None and not any(t.startswith(WORD_START) for t in tokens) and any(
+            t.startswith(BYTE_SPACE) for t in tokens):
+        mark = BYTE_SPACE
+    marks = tokens is not None and any(t.startswith(mark) for t in tokens)
     word_ids, word, prev_end, prev_seq = [], -1, None, None
     for k, ((start, end), is_special, seq) in enumerate(zip(offsets, special, sequence_ids)):
         if is_special:
             word_ids.append(-1)
             continue
-        starts = tokens[k].startswith(WORD_START) if marks else start > (prev_end if prev_end is not None else -1)
+        starts = tokens[k].startswith(mark) if marks else start > (prev_end if prev_end is not None else -1)
         if prev_end is None or starts or seq != prev_seq:
             word += 1
             prev_end = end

@@ -5,6 +5,9 @@ Attention arrays are float32 numpy of shape (layers, heads, query_len, key_len):
 - decoder_self_attention   (L_dec, H, T, T)   masked decoder self-attention (encoder-decoder only)
 - cross_attention          (L_dec, H, T, N)   target rows x source columns
 
+A decoder-only model (GPT-2) has no encoder: its trace holds `decoder_self_attention` (L, H, N, N) over
+the source tokens (the prompt) and `encoder_attention` is None.
+
 Masks are boolean with the project convention True = may attend.
 On request (`intermediates=True`) the trace also holds the per-layer hidden
 states that the step-by-step view starts from; Q, K, V and outputs are
@@ -35,7 +38,7 @@ class AttentionTrace:
     source_ids: list[int]
     source_special: list[bool]
     source_word_ids: list[int]  # word index per token, -1 for special tokens
-    encoder_attention: np.ndarray  # (L, H, N, N) float32
+    encoder_attention: np.ndarray | None  # (L, H, N, N) float32; None for a decoder-only model
     source_offsets: list[tuple[int, int]] = field(default_factory=list)
     target_tokens: list[str] | None = None
     target_ids: list[int] | None = None
@@ -59,7 +62,13 @@ class AttentionTrace:
         return self.cross_attention is not None
 
     @property
+    def is_decoder_only(self) -> bool:
+        return self.encoder_attention is None and self.decoder_self_attention is not None
+
+    @property
     def blocks(self) -> list[str]:
+        if self.is_decoder_only:
+            return ["decoder_self"]
         return list(BLOCKS) if self.is_encoder_decoder else ["encoder"]
 
     def attention(self, block: str = "encoder") -> np.ndarray:
@@ -74,22 +83,23 @@ class AttentionTrace:
         if block == "encoder":
             return self.source_tokens, self.source_tokens
         if block == "decoder_self":
-            return self.target_tokens, self.target_tokens
+            tgt = self.target_tokens if self.target_tokens is not None else self.source_tokens  # decoder-only
+            return tgt, tgt
         return self.target_tokens, self.source_tokens
 
     def axis_special(self, block: str = "encoder") -> tuple[list[bool], list[bool]]:
-        if block == "encoder":
+        if block == "encoder" or (block == "decoder_self" and self.target_tokens is None):
             return self.source_special, self.source_special
         tgt = self.target_special or [False] * len(self.target_tokens or [])
         return (tgt, tgt) if block == "decoder_self" else (tgt, self.source_special)
 
     @property
     def n_layers(self) -> int:
-        return self.encoder_attention.shape[0]
+        return self.attention(self.blocks[0]).shape[0]
 
     @property
     def n_heads(self) -> int:
-        return self.encoder_attention.shape[1]
+        return self.attention(self.blocks[0]).shape[1]
 
     def nbytes(self) -> int:
         total = 0
@@ -179,7 +189,7 @@ class AttentionTrace:
                 source_special=lst("source_special") or [],
                 source_word_ids=lst("source_word_ids") or [],
                 source_offsets=[tuple(o) for o in (lst("source_offsets") or [])],
-                encoder_attention=z["encoder_attention"],
+                encoder_attention=get("encoder_attention"),
                 target_tokens=[str(t) for t in z["target_tokens"]] if "target_tokens" in z.files else None,
                 target_ids=lst("target_ids"),
                 target_special=lst("target_special"),

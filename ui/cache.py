@@ -284,11 +284,19 @@ def value_norms(name: str, device: str, text: str, **kw):
                   lambda: heads.value_norms(get_model(name, device), text, **kw))
 
 
+def greedy_continuation(name: str, device: str, text: str, n_new: int = 8) -> tuple:
+    """A decoder-only model's greedy continuation of `text`, step by step (model/hf/decoder_only.py Step)."""
+    return cached(("greedy", name, device, text, n_new),
+                  lambda: tuple(get_model(name, device).greedy_continue(text, n_new, top_k=5)),
+                  _msg("cache.running_model"))
+
+
 def attention_flow(name: str, device: str, text: str, token: int):
     def make():
         trace = get_trace(name, device, text)
         bar, tick = progress_bar(_msg("cache.flow"))
-        out = flow.flow_and_rollout(trace.encoder_attention, trace.source_tokens, token, progress=tick)
+        att = trace.attention(trace.blocks[0])  # the encoder's, or a decoder-only model's causal self-attention
+        out = flow.flow_and_rollout(att, trace.source_tokens, token, progress=tick)
         bar.empty()
         return out
 

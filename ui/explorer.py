@@ -248,3 +248,29 @@ def data_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
                        key="ex_trace_json", disabled=too_big,
                        help=t("ex.data.json_too_big", lg, n=JSON_MAX_TOKENS) if too_big
                        else t("ex.data.json_help", lg))
+
+
+def next_token_panel(view: View) -> None:
+    """A decoder-only model (GPT-2 family): the next-token distribution after the sentence and a greedy
+    continuation, one token per step with its probability and the runners-up."""
+    lg = view.lang
+    st.subheader(t("ex.next.title", lg))
+    meta = view.trace.meta
+    tokens, probs = list(meta.get("next_tokens", [])), [float(p) for p in meta.get("next_probs", [])]
+    if tokens:
+        fig = {"data": [{"type": "bar", "x": probs[::-1], "y": [esc(x, 24) for x in tokens[::-1]], "orientation": "h",
+                         "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "marker": {"color": "#4e79a7"}}],
+               "layout": {"height": 60 + 28 * len(tokens), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
+                          "title": {"text": esc(t("ex.next.fig", lg, k=len(tokens)))},
+                          "xaxis": {"range": [0, 1], "title": {"text": esc(t("ex.next.prob", lg))}},
+                          "yaxis": {"type": "category"}}}
+        chart(fig, "ex_next", Export(np.array([probs]), [t("ex.next.prob", lg)], tokens, t("ex.next.fig", lg, k=len(tokens)),
+                                     view.text, f"{view.model_name}-next-token"))
+    n = int(st.slider(t("ex.next.steps", lg), 1, 24, 8, key="ex_next_n"))
+    steps = cache.greedy_continuation(view.model_name, view.device, view.text, n)
+    st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **"
+                + md_escape(view.model.tokenizer.decode([s.choice.id for s in steps])) + "**")
+    rows = [{"step": i + 1, "token": s.choice.token, "probability": round(s.choice.prob, 4),
+             "alternatives": ", ".join(f"{c.token} {c.prob:.2f}" for c in s.top[1:])} for i, s in enumerate(steps)]
+    st.dataframe(rename_columns(rows, lg), hide_index=True, key="ex_next_table")
+    st.caption(t("ex.next.caption", lg))

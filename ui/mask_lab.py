@@ -41,7 +41,13 @@ def padding_section(view: View) -> None:
     b1.button(t("masks.preset_pad", lg), key="mask_preset_pad", on_click=set_state,
               args=({"text": "this is my car", "mask_second": "that is not"},))
     second = b2.text_input(t("masks.second", lg), key="mask_second", persist_state="session")
-    if view.trace is None or not second.strip():
+    if view.model.kind == "decoder" and view.trace is not None:  # GPT-2: no padded batch; its own causal mask
+        st.info(t("masks.decoder_only", lg, model=view.model_name))
+        steps = cache.attention_steps(view.model_name, view.device, view.text, "decoder_self", view.layer, view.head)
+        toks = view.trace.source_tokens
+        draw_stages(view, "mask-causal", steps, toks,
+                    f"{view.model_name} · {layer_head(view.layer, view.head, lg)}", " ".join(toks))
+    elif view.trace is None or not second.strip():
         st.info(t("masks.need_text", lg))
     else:
         layer = min(view.layer, view.model.config.n_encoder_layers - 1)

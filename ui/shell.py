@@ -191,14 +191,15 @@ def sidebar(page: str = "") -> View:
                          shown=len(view.trace.source_tokens)))
 
     # block (encoder-decoder only), then layer / head / token, clamped to this model
-    blocks = view.trace.blocks if view.trace is not None else (
-        ["encoder", "decoder_self", "cross"] if spec.kind == "encoder-decoder" else ["encoder"])
+    blocks = view.trace.blocks if view.trace is not None else {
+        "encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}.get(spec.kind, ["encoder"])
     if s.K_BLOCK in pending:
         raw = pending.pop(s.K_BLOCK)
         if raw not in blocks:
             url_notices.append(t("shell.url.block", lang, value=s.show_value(raw), model=model_name))
-            raw = "encoder"
+            raw = blocks[0]
         ss[s.K_BLOCK] = raw
+    view.block = blocks[0]  # the only block of an encoder-only or a decoder-only model
     if len(blocks) > 1:
         if ss.get(s.K_BLOCK) not in blocks:
             ss[s.K_BLOCK] = "encoder"

@@ -4,7 +4,8 @@
     view.trace                # AttentionTrace (with intermediates) for (model, text), or None when there is no valid text
     view.layer, view.head     # counted from 0, already clamped to the model (and block) ranges
     view.token                # index of the selected query token (a row of view.block's attention)
-    view.block                # "encoder" | "decoder_self" | "cross" (always "encoder" for encoder-only models)
+    view.block                # "encoder" | "decoder_self" | "cross" ("encoder" for encoder-only models,
+                              # "decoder_self" for decoder-only ones)
     view.lecture, view.text, view.model_name, view.device ("cpu" / "cuda", resolved), view.notices
 
 URL state: the query string mirrors `text`, `model`, `layer`, `head`, `token` (and `block`, `device`, `lecture`
@@ -100,8 +101,11 @@ def device_choices() -> list[str]:
 
 
 def block_layers(model, block: str) -> int:
+    """Layers of a block. A decoder-only model (GPT-2) keeps its one stack as its config's n_encoder_layers."""
     cfg = model.config
-    return cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
+    if block == "encoder" or getattr(model, "kind", "") == "decoder":
+        return cfg.n_encoder_layers
+    return cfg.n_decoder_layers
 
 
 # ---- URL -> state (first run only) --------------------------------------------------------------------------

@@ -52,6 +52,9 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     """(name, tab) of the Step by step page's lazy tabs for the sidebar's block (viz.steps.step_tabs)."""
     last = view.block != "encoder" and view.layer == view.model.config.n_decoder_layers - 1
     names = vs_steps.step_tabs(view.block, last)
+    if view.model.kind == "decoder":  # GPT-2 (pre-LN): the attention stages; its sublayers are not drawn yet
+        names = list(vs_steps.ATTENTION_TABS)
+        st.caption(t("steps.decoder_only", lang))
     return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
 
 

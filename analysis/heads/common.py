@@ -63,6 +63,9 @@ def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[
     self_attention L x (b, H, N, N), records when asked). ablations: {("encoder", layer): HeadAblation-like}."""
     ids = inp.ids.expand(batch, -1)
     with torch.inference_mode():
+        if model.kind == "decoder":  # GPT-2: its one causal stack stands in for the encoder
+            abl = {("decoder_self", layer): a for (_, layer), a in (ablations or {}).items()}
+            return model.module(ids, record=record, ablations=abl or None, last_only=True).stack
         if model.kind == "encoder-decoder":
             return model.module.encode(ids, record=record, ablations=ablations)[0]
         type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
@@ -71,5 +74,5 @@ def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[
 
 def n_layers_heads(model, block: str = "encoder") -> tuple[int, int]:
     cfg = model.config
-    layers = cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
+    layers = cfg.n_encoder_layers if block == "encoder" or model.kind == "decoder" else cfg.n_decoder_layers
     return layers, cfg.n_heads

@@ -1,0 +1,184 @@
+"""Local Hugging Face folders on our own modules agree with `transformers` (eager attention): attentions to
+1e-5, hidden states and logits to 1e-4, greedy tokens exactly. Tiny random checkpoints, built here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hf_support import make_bart, make_encoder, make_gpt2, make_marian
+
+from model.hf.load import load_local
+
+CPU = torch.device("cpu")
+TEXT = "The animal did not cross the street because it was tired"
+ATOL_ATT, ATOL_HID = 1e-5, 1e-4
+
+
+def hf_run(model, **inputs):
+    with torch.no_grad():
+        return model(**inputs, output_attentions=True, output_hidden_states=True)
+
+
+def close(ours: np.ndarray, theirs: torch.Tensor, atol: float) -> None:
+    theirs = theirs.detach().numpy()
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, atol=atol, rtol=0)
+
+
+def hf_eager(model):
+    model.config._attn_implementation = "eager"
+    model.set_attn_implementation("eager") if hasattr(model, "set_attn_implementation") else None
+    return model
+
+
+@pytest.mark.parametrize("model_type,overrides", [
+    ("bert", {}),  # hidden 30, 5 heads, exact gelu, token types
+    ("bert", {"hidden_act": "relu", "num_attention_heads": 3}),
+    ("roberta", {}),  # 3 heads of 7, gelu_new, positions from padding_idx + 1
+    ("xlm-roberta", {"pad_token_id": 1}),
+    ("distilbert", {}),  # sinusoidal positions
+    ("distilbert", {"sinusoidal_pos_embds": False, "activation": "relu"}),
+])
+def test_encoder_parity(tmp_path, model_type, overrides):
+    hf, path = make_encoder(model_type, tmp_path / model_type, **overrides)
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    assert ours.kind == "encoder" and ours.name == model_type
+    for text, pair in ((TEXT, None), ("i am good", "you are here")):
+        tr = ours.trace(text, pair=pair, intermediates=True)
+        ids = torch.tensor([tr.source_ids])
+        kw = {"input_ids": ids}
+        if model_type == "bert":
+            kw["token_type_ids"] = torch.tensor([ours.tokenizer.encode(text, pair).type_ids])
+        ref = hf_run(hf, **kw)
+        assert tr.encoder_attention.shape == (len(ref.attentions), *ref.attentions[0].shape[1:])
+        close(tr.encoder_attention, torch.stack([a[0] for a in ref.attentions]), ATOL_ATT)
+        close(tr.encoder_hidden_states, torch.stack([h[0] for h in ref.hidden_states]), ATOL_HID)
+
+
+def test_roberta_positions_skip_padding(tmp_path):
+    """A pad token inside the input takes position padding_idx and later tokens do not advance (HF's rule)."""
+    hf, path = make_encoder("roberta", tmp_path / "rob")
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    ids = torch.tensor([[0, 5, 6, 1, 7, 2]])
+    with torch.no_grad():
+        out = ours.module(ids, hidden=True)
+    ref = hf_run(hf, input_ids=ids)
+    close(out.hidden.numpy(), ref.last_hidden_state, ATOL_HID)
+
+
+def test_distilbert_table_is_the_papers(tmp_path):
+    from model.positional import sinusoidal_table
+
+    hf, _ = make_encoder("distilbert", tmp_path / "d")
+    close(sinusoidal_table(40, 30).numpy(), hf.embeddings.position_embeddings.weight, 1e-6)
+
+
+def test_gpt2_parity_and_greedy(tmp_path):
+    hf, path = make_gpt2(tmp_path / "gpt2")
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    assert ours.kind == "decoder"
+    tr = ours.trace(TEXT, intermediates=True)
+    ids = torch.tensor([tr.source_ids])
+    ref = hf_run(hf, input_ids=ids)
+    n_layers = len(ref.attentions)
+    close(tr.decoder_self_attention, torch.stack([a[0] for a in ref.attentions]), ATOL_ATT)
+    assert np.allclose(np.triu(tr.decoder_self_attention, 1), 0)  # causal: nothing above the diagonal
+    # HF's last hidden state is after ln_f; ours keeps the block outputs and gives ln_f's as `final`
+    close(tr.decoder_hidden_states[:n_layers], torch.stack([h[0] for h in ref.hidden_states[:n_layers]]), ATOL_HID)
+    with torch.no_grad():
+        out = ours.module(ids)
+    close(out.final.numpy(), ref.hidden_states[-1], ATOL_HID)
+    close(out.logits.numpy(), ref.logits, ATOL_HID)
+    # greedy continuation equals transformers' generate
+    steps = ours.greedy_continue(TEXT, n_new=6)
+    with torch.no_grad():
+        gen = hf.generate(ids, max_new_tokens=6, do_sample=False, num_beams=1, pad_token_id=0,
+                          attention_mask=torch.ones_like(ids))
+    assert [s.choice.id for s in steps] == gen[0, ids.shape[1]:].tolist()
+    probs = ref.logits[0, -1].softmax(-1)
+    nxt = ours.next_token_distribution(TEXT, top_k=3)
+    assert nxt[0].id == steps[0].choice.id and abs(nxt[0].prob - float(probs.max())) < 1e-5
+    assert tr.meta["next_tokens"][0] == nxt[0].token
+
+
+def test_gpt2_records_every_sublayer_and_ablates_heads(tmp_path):
+    from model.attention import HeadAblation
+
+    _, path = make_gpt2(tmp_path / "g", n_head=3, n_embd=21)
+    ours = load_local(CPU, path)
+    ids = torch.tensor([ours.tokenizer.encode("The cat sat on the mat.").ids])
+    with torch.no_grad():
+        out = ours.module(ids, record=True)
+        rec = out.stack.records[1]["layer"]
+        block = ours.module.blocks.layers[1]
+        assert torch.allclose(rec["ln_1"], block.ln_1(rec["x"]))
+        assert torch.allclose(rec["attn_sum"], rec["x"] + rec["attn_out"])
+        assert torch.allclose(rec["out"], rec["attn_sum"] + rec["ffn_out"])
+        assert torch.allclose(rec["out"], out.stack.hidden_states[2])
+        assert set(out.stack.records[1]["self"].record) >= {"q", "k", "v", "stages", "heads", "z"}
+        ablated = ours.module(ids, hidden=True, ablations={("decoder_self", 1): HeadAblation((0, 2), "keep")})
+        assert not torch.allclose(ablated.logits, out.logits)
+        assert torch.equal(ablated.stack.hidden_states[1], out.stack.hidden_states[1])  # layer 0 untouched
+    tr = ours.trace("The cat sat", ablations={("decoder_self", 0): HeadAblation((1,))})
+    assert tr.decoder_self_attention.shape[:2] == (3, 3)
+
+
+def seq2seq_check(hf, ours, text: str, n_new: int = 5) -> None:
+    tr = ours.trace(text, intermediates=True, max_new_tokens=n_new)
+    src = torch.tensor([tr.source_ids])
+    dec = torch.tensor([tr.target_ids])
+    ref = hf_run(hf, input_ids=src, decoder_input_ids=dec)
+    close(tr.encoder_attention, torch.stack([a[0] for a in ref.encoder_attentions]), ATOL_ATT)
+    close(tr.decoder_self_attention, torch.stack([a[0] for a in ref.decoder_attentions]), ATOL_ATT)
+    close(tr.cross_attention, torch.stack([a[0] for a in ref.cross_attentions]), ATOL_ATT)
+    close(tr.encoder_hidden_states, torch.stack([h[0] for h in ref.encoder_hidden_states]), ATOL_HID)
+    close(tr.decoder_hidden_states, torch.stack([h[0] for h in ref.decoder_hidden_states]), ATOL_HID)
+    with torch.no_grad():
+        logits = ours.module(src, dec).logits
+    close(logits.numpy(), ref.logits, ATOL_HID)
+    # greedy: a manual argmax loop over transformers' logits from the decoder start
+    ys = [hf.config.decoder_start_token_id]
+    with torch.no_grad():
+        for _ in range(n_new):
+            nxt = int(hf(input_ids=src, decoder_input_ids=torch.tensor([ys])).logits[0, -1].argmax())
+            ys.append(nxt)
+            if nxt == hf.config.eos_token_id:
+                break
+    assert ours.decode_ids(tr.source_ids, n_new) == ys
+    assert tr.target_ids == (ys[:-1] if ys[-1] == hf.config.eos_token_id else ys)
+    forced = ours.trace(text, target="le chat est sur")
+    assert forced.meta["teacher_forced"] and forced.target_tokens[1:] == ["le", "chat", "est", "sur"]
+
+
+@pytest.mark.parametrize("overrides", [{}, {"scale_embedding": False, "activation_function": "relu"}])
+def test_bart_parity_and_greedy(tmp_path, overrides):
+    hf, path = make_bart(tmp_path / "bart", **overrides)
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    assert ours.kind == "encoder-decoder" and ours.bos_id == 2
+    seq2seq_check(hf, ours, TEXT)
+    seq2seq_check(hf, ours, "i am good")
+
+
+def test_marian_parity_and_greedy(tmp_path):
+    from model.hf.seq2seq import marian_sinusoids
+
+    hf, path = make_marian(tmp_path / "marian")
+    hf_eager(hf)
+    close(marian_sinusoids(40, 30).numpy(), hf.model.encoder.embed_positions.weight, 1e-6)
+    ours = load_local(CPU, path)
+    assert ours.bos_id == hf.config.pad_token_id  # Marian starts decoding from <pad>
+    seq2seq_check(hf, ours, TEXT)
+
+
+def test_marian_odd_width_table():
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    from model.hf.seq2seq import marian_sinusoids
+
+    ref = MarianSinusoidalPositionalEmbedding(12, 7).create_weight()
+    close(marian_sinusoids(12, 7).numpy(), ref, 1e-6)

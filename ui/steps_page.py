@@ -58,7 +58,7 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
 
 
-def _draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: int) -> None:
+def draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: int) -> None:
     """Figures of viz.tour's Add & Norm / Feed Forward builders; the matrices with their exports."""
     for name, (fig, m) in figs.items():
         if m is None:
@@ -107,12 +107,16 @@ def layer_section(view: View, name: str, lang: str) -> None:
         st.latex(FORMULA_ADD_NORM.replace("Sublayer", "FFN"))
         figs = vt.add_norm_figures(sub, last, tokens, sum_title=t("steps.ffn_sum_fig", lg, n=n, d=d), lang=lg,
                                    lecture=lecture)
-    _draw_figures(view, figs, prefix, tokens, view.layer)
+    draw_figures(view, figs, prefix, tokens, view.layer)
     if name in ("output", "output_dec"):
-        hidden = view.trace.decoder_hidden_states if dec else view.trace.encoder_hidden_states
-        diff = vt.layer_output_check(sub, hidden, view.layer)
-        if diff is not None:
-            (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=view.layer))
+        output_check(sub, view.trace.decoder_hidden_states if dec else view.trace.encoder_hidden_states, view.layer, lg)
+
+
+def output_check(sub: dict, hidden, layer: int, lang: str) -> None:
+    """The layer output recomputed from its sublayers against the model's own hidden state (≤ 1e-5: a success)."""
+    diff = vt.layer_output_check(sub, hidden, layer)
+    if diff is not None:
+        (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lang, diff=diff, layer=layer))
 
 
 def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:

@@ -32,6 +32,7 @@ from viz.theme import esc
 
 from . import cache, quiz
 from .state import View, md_escape, show_value
+from .steps_page import draw_figures, output_check
 from .widgets import Export, chart, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
@@ -284,17 +285,9 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
         act = getattr(view.model.config, "activation", "relu").upper()
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
-    for name, (fig, m) in figs.items():
-        if m is None:
-            st.plotly_chart(fig, key=f"tour_{key}_{name}")
-        else:
-            title = fig.layout.title.text
-            chart(fig, f"tour_{key}_{name}", Export(m, tokens, [str(j) for j in range(m.shape[1])], title,
-                                                    view.text, f"{view.model_name}-L{ctx.layer}-{name}"))
+    draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
     if key == "ffn":
-        diff = vt.layer_output_check(sub, ctx.trace.encoder_hidden_states, ctx.layer)
-        if diff is not None:
-            (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lg, diff=diff, layer=ctx.layer))
+        output_check(sub, ctx.trace.encoder_hidden_states, ctx.layer, lg)
 
 
 # ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------

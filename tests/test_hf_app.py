@@ -79,3 +79,18 @@ def test_gpt2_explorer_shows_its_causal_attention_and_next_tokens(folders):
         assert len(at.dataframe) >= 1
         cont = [m.value for m in at.markdown if m.value.startswith(t("ex.next.continuation", lang))]
         assert cont and "**" in cont[0]
+
+
+def test_gpt2_logit_lens_last_layer_is_the_next_token_distribution(folders):
+    """The logit lens of a decoder-only model: its last layer's reading is the model's own next-token distribution."""
+    import numpy as np
+
+    from analysis.heads import logit_lens
+    from model.registry import load_model
+
+    model = load_model("hl-gpt2", "cpu")
+    lens = logit_lens(model, TEXT, k=5)
+    nxt = model.next_token_distribution(TEXT, top_k=5)
+    assert lens.answer == nxt[0].token and list(lens.top_tokens[-1]) == [c.token for c in nxt]
+    np.testing.assert_allclose(lens.top_probs[-1], [c.prob for c in nxt], atol=1e-5)
+    assert len(lens.layers) == model.config.n_encoder_layers and lens.answer_rank[-1] == 0

@@ -185,11 +185,14 @@ def beyond_weights(view: View) -> None:
             np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lg), t("heads.viz.flow", lg)], list(fr.tokens),
             t("heads.beyond.flow", lg), view.text, "attention-flow"))
         st.caption(t("heads.note.flow", lg))
-    if view.model.config.is_encoder_decoder:
-        task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
-                        format_func=lambda x: task_label(x, lg))
-        lens = cache.logit_lens(view.device, view.text, task,
-                                int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")))
+    if view.model.config.is_encoder_decoder or view.model.kind == "decoder":
+        if view.model.kind == "decoder":  # GPT-2: every layer read at the sentence's last position
+            lens = cache.text_logit_lens(view.model_name, view.device, view.text)
+        else:
+            task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
+                            format_func=lambda x: task_label(x, lg))
+            lens = cache.logit_lens(view.device, view.text, task,
+                                    int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")))
         chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
             lens.top_probs, list(lens.layers), [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
             t("heads.beyond.lens", lg), view.text, "logit-lens"))

@@ -182,6 +182,11 @@ def attention_flow(name: str, device: str, text: str, token: int):
     return cached(("flow", name, device, text, token), make)
 
 
+def text_logit_lens(name: str, device: str, text: str):
+    """A decoder-only model's logit lens at the last position of the text."""
+    return cached(("text_logit_lens", name, device, text), lambda: heads.logit_lens(get_model(name, device), text))
+
+
 def logit_lens(device: str, text: str, task: str, step: int):
     return cached(("logit_lens", device, text, task, step),
                   lambda: heads.logit_lens(get_model("seq2seq-tiny", device), text, step=step, task=task))

@@ -47,6 +47,8 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
                ablations: dict | None = None) -> LogitLens:
     """Greedy-decode, then read step `step` (0 = the first generated token) from every decoder layer's output
     through the model's final linear layer (`generator`) and softmax."""
+    if model.kind == "decoder":
+        return _decoder_only_lens(model, text, k=k, ablations=ablations)
     if model.kind != "encoder-decoder":
         raise InputError(f"{model.name} has no decoder: the logit lens reads a decoder's layers.", key="lens_no_decoder",
                          model=model.name)
@@ -68,6 +70,31 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
     return LogitLens(
         step, tuple(tok(i) for i in dec_in[: step + 1]), tok(final),
+        tuple(f"Decoder layer {la}" for la in range(states.shape[0])),
+        tuple(tuple(tok(i) for i in row) for row in idx.tolist()), ro(to_numpy(p)),
+        ro(to_numpy(probs[:, final])), ro(rank.cpu().numpy(), np.int64),
+    )
+
+
+def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> LogitLens:
+    """GPT-2 (nostalgebraist's logit lens): every layer's output at the last position of `text` through the model's
+    own final LayerNorm (ln_f) and output matrix; the last layer's reading is the model's next-token distribution."""
+    enc = model.tokenizer.encode(text)
+    if not enc.ids:
+        raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
+                         key="no_tokens")
+    ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
+    abl = {("decoder_self", la): a for (_, la), a in (ablations or {}).items()} or None
+    with torch.inference_mode():
+        out = model.module(ids, hidden=True, ablations=abl, last_only=True)
+        states = torch.stack([h[0, -1] for h in out.stack.hidden_states[1:]])  # (L, d) each layer's output
+        probs = model.module.lm_head(model.module.ln_f(states)).float().softmax(-1)  # (L, V)
+        final = int(out.logits[0, -1].argmax())
+        p, idx = probs.topk(min(k, probs.shape[-1]), dim=-1)
+        rank = (probs > probs[:, final : final + 1]).sum(-1)
+    tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
+    return LogitLens(
+        len(enc.ids) - 1, tuple(enc.tokens), tok(final),
         tuple(f"Decoder layer {la}" for la in range(states.shape[0])),
         tuple(tuple(tok(i) for i in row) for row in idx.tolist()), ro(to_numpy(p)),
         ro(to_numpy(probs[:, final])), ro(rank.cpu().numpy(), np.int64),

@@ -67,6 +67,17 @@ def test_every_page_and_tab_runs_on_a_local_folder(folders, model):
             assert_ok(at)
             assert not at.error, (model, page, label, [e.value for e in at.error])
             assert at.session_state["model"] == model
+    from ui.tour import STEPS
+
+    for i in range(1, len(STEPS) + 1):  # every step of the guided tour
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        at.query_params.update({"model": model, "text": TEXT, "step": str(i)})
+        at.run()
+        at.switch_page("app_pages/tour.py")
+        at.query_params["step"] = str(i)
+        at.run()
+        assert_ok(at)
+        assert not at.error, (model, STEPS[i - 1], [e.value for e in at.error])
 
 
 def test_gpt2_explorer_shows_its_causal_attention_and_next_tokens(folders):

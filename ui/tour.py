@@ -149,6 +149,7 @@ class _Ctx:
     layer: int
     head: int
     tokens: list[str]
+    block: str = "encoder"  # "decoder_self" for a decoder-only model (GPT-2): its one causal stack
 
     @property
     def where(self) -> str:
@@ -164,8 +165,9 @@ def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     cfg = view.model.config
     layer = min(view.layer, cfg.n_encoder_layers - 1)
     head = min(view.head, cfg.n_heads - 1)
-    rows, _ = view.trace.axis_tokens("encoder")
-    ctx = _Ctx(view, lg, view.trace, layer, head, rows)
+    block = "decoder_self" if view.model.kind == "decoder" else "encoder"
+    rows, _ = view.trace.axis_tokens(block)
+    ctx = _Ctx(view, lg, view.trace, layer, head, rows, block)
     st.caption(ctx.where + ("" if view.model.trained else " · " + t("tour.untrained", lg)))
     {"tokens": _tokens, "embedding": _embedding, "positional": _embedding}.get(key, _attention)(ctx, key, quiz_on)
 
@@ -231,10 +233,10 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     view, lg = ctx.view, ctx.lg
     if key in ("add_norm", "ffn"):
         return _sublayers(ctx, key)
-    steps = cache.attention_steps(view.model_name, view.device, view.text, "encoder", ctx.layer, ctx.head)
-    rows, cols = ctx.trace.axis_tokens("encoder")
+    steps = cache.attention_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer, ctx.head)
+    rows, cols = ctx.trace.axis_tokens(ctx.block)
     by_key = {s.key: localise(s, lg, ctx.head)
-              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block="encoder", lang=lg)}
+              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
     show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
             "attend": ("Z",), "concat": ("Z_all", "output")}[key]
     if key == "softmax" and quiz_on:
@@ -276,6 +278,9 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
 
 def _sublayers(ctx: _Ctx, key: str) -> None:
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
+    if ctx.block != "encoder":  # GPT-2 is pre-LN: its sublayers are not drawn yet (README: Your own models)
+        st.info(t("steps.decoder_only", lg))
+        return
     sub = sublayer_steps(view.model_name, view.device, view.text, "encoder", ctx.layer)
     d = sub["norm1"].shape[1]
     if key == "add_norm":

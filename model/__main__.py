@@ -45,7 +45,7 @@ def from_token_report(trace, token: str) -> list[str]:
     block = trace.blocks[0]  # "encoder", or "decoder_self" for a decoder-only model
     q_tokens, k_tokens = trace.axis_tokens(block)
     # "그것은" finds the SentencePiece token "▁그것은" (and "it" finds "it")
-    plain = [piece_text(t).removeprefix("\u0120").lower() for t in q_tokens]  # GPT-2's byte-level space mark Ġ too
+    plain = [piece_text(t).lower() for t in q_tokens]  # piece_text drops ▁, and GPT-2's byte-level space mark Ġ
     if want not in plain:
         raise HeadlightError(f"token {token!r} is not among the tokens: {' '.join(q_tokens)}")
     qi = plain.index(want)

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from i18n import t as tr
 
+from .heatmap import block_mean
 from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba
 
 COLORSCALE = "Viridis"
@@ -31,11 +32,8 @@ HEAD_HOVER = "%{y} -> %{x}: %{z:.3f}<extra></extra>"  # the one-head heatmap's h
 def pool(matrix: np.ndarray, size: int) -> np.ndarray:
     """Block-mean pooling of a 2-D matrix to at most size x size (uneven blocks when n is not a multiple)."""
     n, m = matrix.shape
-    r = np.linspace(0, n, min(n, size) + 1).astype(int)[:-1]
-    c = np.linspace(0, m, min(m, size) + 1).astype(int)[:-1]
-    sums = np.add.reduceat(np.add.reduceat(matrix, r, axis=0), c, axis=1)
-    counts = np.outer(np.diff(np.append(r, n)), np.diff(np.append(c, m)))
-    return (sums / counts).astype(np.float32)
+    return block_mean(matrix, np.linspace(0, n, min(n, size) + 1).astype(int)[:-1],
+                      np.linspace(0, m, min(m, size) + 1).astype(int)[:-1])
 
 
 def mosaic(att: np.ndarray, size: int = 24, gap: int = 1, normalise: bool = True) -> tuple[np.ndarray, int, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
 import matplotlib
 
@@ -21,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 
-from .theme import MASKED_BG, SLIDE_FONT  # noqa: E402
+from .theme import MASKED_BG, SLIDE_FONT, tick_step  # noqa: E402
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 _CJK_FONTS = ("Noto Sans CJK KR", "Noto Sans CJK JP", "Noto Sans CJK SC", "NanumGothic", "UnDotum")
@@ -72,7 +71,7 @@ def heatmap_figure(
     for labels, n, setter, rot in ((col_labels, cols, ax.set_xticks, 90), (row_labels, rows, ax.set_yticks, 0)):
         if labels is None:
             continue
-        step = max(1, math.ceil(n / 60))
+        step = tick_step(n, 60)
         idx = list(range(0, n, step))
         setter(idx, [short_label(labels[i]) for i in idx], rotation=rot, fontsize=max(6, min(14, 300 / max(len(idx), 1))))
     if annotate is None:

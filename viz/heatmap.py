@@ -14,14 +14,13 @@ What it guarantees, so every page stays light in the browser:
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import plotly.graph_objects as go
 
 from i18n import t as tr
 
-from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size
+from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, tick_step
 
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
 # a numbered axis (model dimensions, positions) longer than this labels every k-th index (at most SPARSE_TICKS
@@ -60,19 +59,24 @@ def budget_factors(shape: tuple[int, int], max_side: int = MAX_SIDE) -> tuple[in
     return fr, fc
 
 
+def block_mean(matrix: np.ndarray, row_starts: np.ndarray, col_starts: np.ndarray) -> np.ndarray:
+    """The one pooler: the mean of each block between consecutive starts (rows x cols), NaN cells ignored (an all-NaN
+    block stays NaN). pool_by (fixed factors) and viz.attention.pool (a target size, uneven blocks) choose the starts."""
+    m = np.asarray(matrix, dtype=np.float32)
+    valid = ~np.isnan(m)
+    sums = np.add.reduceat(np.add.reduceat(np.where(valid, m, 0.0), row_starts, axis=0), col_starts, axis=1)
+    counts = np.add.reduceat(np.add.reduceat(valid.astype(np.float32), row_starts, axis=0), col_starts, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).astype(np.float32)
+
+
 def pool_by(matrix: np.ndarray, fr: int, fc: int) -> np.ndarray:
     """Block-mean (r, c) -> (ceil(r/fr), ceil(c/fc)); NaN cells are ignored (an all-NaN block stays NaN)."""
     m = np.asarray(matrix, dtype=np.float32)
     if fr == 1 and fc == 1:
         return m
     r, c = m.shape
-    pr, pc = math.ceil(r / fr) * fr, math.ceil(c / fc) * fc
-    padded = np.full((pr, pc), np.nan, dtype=np.float32)
-    padded[:r, :c] = m
-    blocks = padded.reshape(pr // fr, fr, pc // fc, fc)  # (r', fr, c', fc)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks stay NaN
-        return np.nanmean(blocks, axis=(1, 3)).astype(np.float32)
+    return block_mean(m, np.arange(0, r, fr), np.arange(0, c, fc))
 
 
 def pooling_note(shape: tuple[int, int], max_side: int = MAX_SIDE, lang: str = "en") -> str | None:
@@ -162,5 +166,4 @@ def sparse_ticks(labels: list) -> list | None:
     SPARSE_TICKS of them; None (plotly's own choice) for words and short axes."""
     if len(labels) <= LONG_AXIS or not all(str(x).isdigit() for x in labels):
         return None
-    k = 2 ** math.ceil(math.log2(len(labels) / SPARSE_TICKS))
-    return list(labels[::k])
+    return list(labels[::tick_step(len(labels), SPARSE_TICKS)])

@@ -8,6 +8,7 @@ Plotly renders a subset of HTML in titles, tick labels, hover text and annotatio
 from __future__ import annotations
 
 import html
+import math
 
 import plotly.graph_objects as go
 
@@ -63,3 +64,10 @@ def figure(data: list[dict], layout: dict) -> go.Figure:
     dicts use only documented plotly attributes. An empty template: plotly's default one is ~7 kB per figure and a
     deep copy on every draw; Streamlit's theme styles the chart in the browser anyway."""
     return go.Figure({"data": data, "layout": {"template": {}, **layout}}, _validate=False)
+
+
+def tick_step(n: int, limit: int) -> int:
+    """The one label-thinning rule: label every k-th of n positions, k the smallest power of two that leaves at most
+    `limit` labels (1 when n fits). Used by the plotly index axes (viz.heatmap.sparse_ticks) and the matplotlib
+    exports' ticks (viz.export)."""
+    return 1 if n <= limit else 2 ** math.ceil(math.log2(n / limit))

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.dev-installed
 PORT ?= 8501
 
-.PHONY: install dev run test test-fast lint bench clean serve loadtest
+.PHONY: install dev run test test-fast lint bench clean serve loadtest soak
 
 $(STAMP): requirements.txt requirements-minilm.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ serve: $(STAMP)
 # a lecture hall against a running app (make run / make serve): LOADTEST_ARGS="--students 30 --pages all"
 loadtest: $(STAMP)
 	$(PY) bench/loadtest.py --url http://127.0.0.1:$(PORT) $(LOADTEST_ARGS)
+
+# 20 minutes of 40 students per round over every page against a running app (make run / make serve): errors, RSS,
+# threads and open files per round. SOAK_ARGS="--minutes 5 --students 20"
+soak: $(STAMP)
+	$(PY) bench/soak.py --url http://127.0.0.1:$(PORT) $(SOAK_ARGS)
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .

@@ -194,7 +194,7 @@ def beyond_weights(view: View) -> None:
             lens = cache.logit_lens(view.device, view.text, task,
                                     int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")))
         chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
-            lens.top_probs, list(lens.layers), [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
+            lens.top_probs, [t("heads.viz.dec_layer", lg, i=la) for la in lens.layers], [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
             t("heads.beyond.lens", lg), view.text, "logit-lens"))
         st.caption(t("heads.note.lens", lg))
     else:

@@ -243,7 +243,7 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
     p = np.asarray(lens.top_probs, dtype=np.float32)
     L, k = p.shape
     text = [[esc(t, 16) for t in row] for row in lens.top_tokens]
-    data = [dict(type="heatmap", z=p.tolist(), x=[f"#{r + 1}" for r in range(k)], y=list(lens.layers), text=text,
+    data = [dict(type="heatmap", z=p.tolist(), x=[f"#{r + 1}" for r in range(k)], y=[tr("heads.viz.dec_layer", lang, i=la) for la in lens.layers], text=text,
                  zmin=0, zmax=1, colorscale="Blues", reversescale=True, texttemplate="%{text}<br>%{z:.2f}", xgap=2, ygap=2,
                  textfont=dict(size=cell_font_size(lecture)),
                  hovertemplate="%{y}, %{x}: %{text} (%{z:.3f})<extra></extra>",

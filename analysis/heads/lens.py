@@ -21,7 +21,7 @@ class LogitLens:
     step: int
     prefix: tuple[str, ...]  # decoder input up to the step ([<bos>, y1 .. y_step])
     answer: str  # what the model emits at this step (the last layer's argmax)
-    layers: tuple[str, ...]  # "Decoder layer 0" ..
+    layers: tuple[int, ...]  # the decoder layers read, 0 ..
     top_tokens: tuple[tuple[str, ...], ...]  # (L, k)
     top_probs: np.ndarray  # (L, k)
     answer_prob: np.ndarray  # (L,) probability of the final answer at each layer
@@ -34,8 +34,8 @@ class LogitLens:
 
     def rows(self) -> list[dict]:
         out = []
-        for la, name in enumerate(self.layers):
-            row = {"layer": name, "p_answer": round(float(self.answer_prob[la]), 4),
+        for la in self.layers:
+            row = {"layer": la, "p_answer": round(float(self.answer_prob[la]), 4),
                    "answer_rank": int(self.answer_rank[la]) + 1}
             for r, (t, p) in enumerate(zip(self.top_tokens[la], self.top_probs[la]), start=1):
                 row[f"#{r}"] = f"{t} ({p:.2f})"
@@ -70,7 +70,7 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
     return LogitLens(
         step, tuple(tok(i) for i in dec_in[: step + 1]), tok(final),
-        tuple(f"Decoder layer {la}" for la in range(states.shape[0])),
+        tuple(range(states.shape[0])),
         tuple(tuple(tok(i) for i in row) for row in idx.tolist()), ro(to_numpy(p)),
         ro(to_numpy(probs[:, final])), ro(rank.cpu().numpy(), np.int64),
     )
@@ -95,7 +95,7 @@ def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> L
     tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
     return LogitLens(
         len(enc.ids) - 1, tuple(enc.tokens), tok(final),
-        tuple(f"Decoder layer {la}" for la in range(states.shape[0])),
+        tuple(range(states.shape[0])),
         tuple(tuple(tok(i) for i in row) for row in idx.tolist()), ro(to_numpy(p)),
         ro(to_numpy(probs[:, final])), ro(rank.cpu().numpy(), np.int64),
     )

@@ -31,7 +31,7 @@ def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
         raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
     cfg = loaded.config
     decoder_only = getattr(loaded, "kind", "") == "decoder"  # GPT-2: one causal stack (model/hf/gpt2.py)
-    n_layers = cfg.n_encoder_layers if block == "encoder" or decoder_only else cfg.n_decoder_layers
+    n_layers = loaded.n_layers(block)
     if decoder_only:
         if block != "decoder_self":
             raise ValueError(f"{loaded.name} has no {block!r} attention")
@@ -70,8 +70,8 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     att = rec[kind]
     r = att.record
     st = r["stages"]
-    layer_mod = _stack(loaded, block)[layer]
-    mha = layer_mod.cross_attn if kind == "cross" else getattr(layer_mod, "self_attn", None) or layer_mod.attn
+    layer_mod = loaded.layer_modules(block)[layer]
+    mha = layer_mod.cross_attn if kind == "cross" else layer_mod.self_attn
     P = mha.projection_matrices()
     cols = slice(head * cfg.d_k, (head + 1) * cfg.d_k)
     # the query input: the layer input, or (cross-attention) the state after the masked self-attention sublayer
@@ -98,7 +98,7 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
     and after its activation, and the layer output. Keys follow model/layers.py ("norm1_sum", "norm1", "ffn_pre",
     "ffn_act", "norm2_in", ... ), plus "gamma_<norm>", "beta_<norm>", "mean_<norm>", "var_<norm>", "W_1", "W_2"."""
     rec = layer_record(loaded, trace, block, layer)["layer"]
-    mod = _stack(loaded, block)[layer]
+    mod = loaded.layer_modules(block)[layer]
     out = {k: v[0] for k, v in rec.items()}
     for name in ("norm1", "norm2", "norm3"):
         if f"{name}_sum" in rec:
@@ -109,12 +109,3 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
     out.update({"W_1": mod.ffn.linear1.weight.T, "b_1": mod.ffn.linear1.bias, "W_2": mod.ffn.linear2.weight.T,
                 "b_2": mod.ffn.linear2.bias})
     return freeze({k: to_numpy(v) for k, v in out.items()})
-
-
-def _stack(loaded, block: str):
-    m = loaded.module
-    if getattr(loaded, "kind", "") == "decoder":
-        return m.blocks.layers
-    if block == "encoder":
-        return m.encoder.layers
-    return m.decoder.layers

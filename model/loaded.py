@@ -79,6 +79,17 @@ class LoadedModel:
             ids[i, : len(e)] = e.ids
         return [e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids
 
+    main_block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
+
+    def n_layers(self, block: str = "encoder") -> int:
+        """Layers of a block: the encoder's, or the decoder's for "decoder_self" / "cross"."""
+        cfg = self.config
+        return cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
+
+    def layer_modules(self, block: str = "encoder"):
+        """The block's layer modules (each with .self_attn)."""
+        return self.module.encoder.layers if block == "encoder" else self.module.decoder.layers
+
     def _ids(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor([ids], dtype=torch.long, device=self.device)  # (1, n)
 

@@ -101,11 +101,8 @@ def device_choices() -> list[str]:
 
 
 def block_layers(model, block: str) -> int:
-    """Layers of a block. A decoder-only model (GPT-2) keeps its one stack as its config's n_encoder_layers."""
-    cfg = model.config
-    if block == "encoder" or getattr(model, "kind", "") == "decoder":
-        return cfg.n_encoder_layers
-    return cfg.n_decoder_layers
+    """Layers of a block (model.loaded.LoadedModel.n_layers)."""
+    return model.n_layers(block)
 
 
 # ---- URL -> state (first run only) --------------------------------------------------------------------------

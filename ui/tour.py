@@ -165,7 +165,7 @@ def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     cfg = view.model.config
     layer = min(view.layer, cfg.n_encoder_layers - 1)
     head = min(view.head, cfg.n_heads - 1)
-    block = "decoder_self" if view.model.kind == "decoder" else "encoder"
+    block = view.model.main_block
     rows, _ = view.trace.axis_tokens(block)
     ctx = _Ctx(view, lg, view.trace, layer, head, rows, block)
     st.caption(ctx.where + ("" if view.model.trained else " · " + t("tour.untrained", lg)))

@@ -64,15 +64,17 @@ def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[
     ids = inp.ids.expand(batch, -1)
     with torch.inference_mode():
         if model.kind == "decoder":  # GPT-2: its one causal stack stands in for the encoder
-            abl = {("decoder_self", layer): a for (_, layer), a in (ablations or {}).items()}
-            return model.module(ids, record=record, ablations=abl or None, last_only=True).stack
+            return model.module(ids, record=record, ablations=on_main_block(ablations), last_only=True).stack
         if model.kind == "encoder-decoder":
             return model.module.encode(ids, record=record, ablations=ablations)[0]
         type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
         return model.module(ids, type_ids, record=record, ablations=ablations)
 
 
+def on_main_block(ablations: dict | None) -> dict | None:
+    """{(block, layer): ablation} -> the same on a decoder-only model's one block, "decoder_self"."""
+    return {("decoder_self", layer): a for (_, layer), a in (ablations or {}).items()} or None
+
+
 def n_layers_heads(model, block: str = "encoder") -> tuple[int, int]:
-    cfg = model.config
-    layers = cfg.n_encoder_layers if block == "encoder" or model.kind == "decoder" else cfg.n_decoder_layers
-    return layers, cfg.n_heads
+    return model.n_layers(block), model.config.n_heads

@@ -11,6 +11,7 @@ import torch
 from model.errors import InputError
 
 from ..frozen import ro, to_numpy
+from .common import on_main_block
 
 
 # ---- logit lens ---------------------------------------------------------------------------------------------------
@@ -79,14 +80,10 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
 def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> LogitLens:
     """GPT-2 (nostalgebraist's logit lens): every layer's output at the last position of `text` through the model's
     own final LayerNorm (ln_f) and output matrix; the last layer's reading is the model's next-token distribution."""
-    enc = model.tokenizer.encode(text)
-    if not enc.ids:
-        raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
-                         key="no_tokens")
+    enc = model.encode_prompt(text)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
-    abl = {("decoder_self", la): a for (_, la), a in (ablations or {}).items()} or None
     with torch.inference_mode():
-        out = model.module(ids, hidden=True, ablations=abl, last_only=True)
+        out = model.module(ids, hidden=True, ablations=on_main_block(ablations), last_only=True)
         states = torch.stack([h[0, -1] for h in out.stack.hidden_states[1:]])  # (L, d) each layer's output
         probs = model.module.lm_head(model.module.ln_f(states)).float().softmax(-1)  # (L, V)
         final = int(out.logits[0, -1].argmax())

@@ -60,13 +60,12 @@ def value_norms(model, text: str, **encode_kw) -> ValueNorms:
     """Weights and value-weighted norms of every encoder head, from one recorded forward."""
     inp = encoder_input(model, text, **encode_kw)
     out = run_encoder(model, inp, record=True)
-    layers = model.module.blocks.layers if model.kind == "decoder" else model.module.encoder.layers  # GPT-2: one stack
+    layers = model.layer_modules(model.main_block)  # the encoder, or a decoder-only model's one stack
     weights, fnorm = [], []
     with torch.inference_mode():
         for la, layer in enumerate(layers):
             rec = out.records[la]["self"]
-            attn = layer.attn if model.kind == "decoder" else layer.self_attn
-            fx = head_value_vectors(attn, rec.record["v"])  # (1, H, N, d)
+            fx = head_value_vectors(layer.self_attn, rec.record["v"])  # (1, H, N, d)
             weights.append(to_numpy(rec.weights[0]))
             fnorm.append(to_numpy(fx[0].norm(dim=-1)))  # (H, N)
     w = np.stack(weights)  # (L, H, N, N)

@@ -49,19 +49,30 @@ class Step:
 
 class DecoderOnlyModel(LoadedModel):
     kind = "decoder"
+    main_block = "decoder_self"
     module: GPT2
+
+    def n_layers(self, block: str = "decoder_self") -> int:
+        return self.config.n_encoder_layers  # its one causal stack
+
+    def layer_modules(self, block: str = "decoder_self"):
+        return self.module.blocks.layers
 
     @property
     def source_embedding(self):
         return self.module.embed
 
-    def _encode(self, text: str) -> list[int]:
+    def encode_prompt(self, text: str):
+        """The prompt's Encoded (tokens, ids, words); an InputError when the text is empty or has no tokens."""
         check_text(text)
         enc = self.tokenizer.encode(text)
         if not enc.ids:
             raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
                              key="no_tokens")
-        return enc.ids
+        return enc
+
+    def _encode(self, text: str) -> list[int]:
+        return self.encode_prompt(text).ids
 
     def forward_ids(self, ids: list[int], **kw) -> DecoderOnlyOutput:
         with torch.inference_mode():
@@ -91,11 +102,7 @@ class DecoderOnlyModel(LoadedModel):
     def trace(self, text: str, *, intermediates: bool = False, ablations: dict | None = None,
               top_k: int = 5, **kw) -> AttentionTrace:
         """ablations: {("decoder_self", layer): HeadAblation}, applied inside the forward."""
-        check_text(text)
-        enc = self.tokenizer.encode(text)
-        if not enc.ids:
-            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
-                             key="no_tokens")
+        enc = self.encode_prompt(text)
         out = self.forward_ids(enc.ids, hidden=intermediates, ablations=ablations, last_only=True)
         n = len(enc.ids)
         nxt = self._top(out.logits[0, -1], top_k)

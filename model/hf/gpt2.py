@@ -34,6 +34,11 @@ class GPT2Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.mlp = FeedForward(config)  # linear1 = c_fc, linear2 = c_proj
 
+    @property
+    def self_attn(self) -> MultiHeadAttention:
+        """The masked self-attention, under the name every other layer uses."""
+        return self.attn
+
     def forward(self, x, mask=None, *, record=False, ablation: dict[str, HeadAblation] | None = None):
         """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult, "layer": sublayer record when recording})"""
         rec = {"x": x} if record else None

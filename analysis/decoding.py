@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from model.data import apply_task
+from model.errors import InputError
+from model.tokenizer import check_text
 
 from .frozen import freeze, to_numpy
 
@@ -39,13 +41,14 @@ class Step:
 
 @dataclass(frozen=True)
 class DecodingRun:
-    task: str
+    task: str | None  # None: a model without tasks (a local BART / Marian folder)
     mode: str  # "greedy" | "teacher forcing"
-    source_tokens: list[str]  # (m,) [<task>, x_1 .. x_n, <eos>]
+    source_tokens: list[str]  # (m,) [<task>, x_1 .. x_n, <eos>] (seq2seq-tiny) or the model's own specials
     steps: tuple[Step, ...]
-    expected: list[str]  # the task's correct output tokens, <eos> included
+    expected: list[str]  # the task's correct output tokens, <eos> included; the typed target; [] if neither
     truncated: bool = False
     n_tokens_untruncated: int = 0
+    model: str = ""
 
     @property
     def output_tokens(self) -> list[str]:
@@ -57,7 +60,7 @@ class DecodingRun:
 
     @property
     def correct(self) -> bool:
-        return self.output_tokens == self.expected
+        return bool(self.expected) and self.output_tokens == self.expected
 
 
 def expected_tokens(loaded, enc, task: str) -> list[str]:
@@ -66,7 +69,11 @@ def expected_tokens(loaded, enc, task: str) -> list[str]:
     return [*apply_task(task, text_tokens), loaded.tokenizer.id_to_token(loaded.eos_id)]
 
 
-def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str, mode: str, expected: list[str],
+def _source(loaded, text: str, task: str | None):
+    return loaded.encode_source(text, task=task) if task is not None else loaded.encode_source(text)
+
+
+def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mode: str, expected: list[str],
          ablations=None) -> DecodingRun:
     """One forward over the decoder inputs (T,); step t is row t-1 of every matrix."""
     tok = loaded.tokenizer.id_to_token
@@ -81,24 +88,39 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str, mode: str
     steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]], self_attention=self_att[:, :, : t + 1, : t + 1],
                        cross_row=cross[:, :, t], top_tokens=[tok(i) for i in top_i[t]], top_probs=top_p[t],
                        chosen=chosen[t]) for t in range(len(dec_in)))
-    return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated))
+    return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated,
+                              loaded.name))
 
 
-def greedy_run(loaded, text: str, task: str, max_steps: int | None = None, *, ablations=None) -> DecodingRun:
-    """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass."""
-    enc = loaded.encode_source(text, task=task)
+def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None = None, *,
+               ablations=None) -> DecodingRun:
+    """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass.
+    task: seq2seq-tiny's task (its expected answer is kept); None for a model without tasks."""
+    enc = _source(loaded, text, task)
     kw = {"ablations": ablations} if ablations else {}
     ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     tok = loaded.tokenizer.id_to_token
     dec_in = ys[:-1]
-    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected_tokens(loaded, enc, task),
-                ablations)
+    expected = expected_tokens(loaded, enc, task) if task is not None else []
+    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected, ablations)
 
 
-def teacher_forced_run(loaded, text: str, task: str) -> DecodingRun:
-    """Training view: the whole shifted correct target in one pass."""
-    enc = loaded.encode_source(text, task=task)
-    expected = expected_tokens(loaded, enc, task)
-    target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
+def teacher_forced_run(loaded, text: str, task: str | None = None, target: str | None = None) -> DecodingRun:
+    """Training view: the whole shifted correct target in one pass: the task's answer, or `target` typed by the
+    user (tokenized without specials, then the model's end token), as `python -m model --target` does."""
+    enc = _source(loaded, text, task)
+    if target is not None:
+        ids = loaded.tokenizer.encode(check_text(target), add_special_tokens=False).ids if target.strip() else []
+        if not ids:
+            raise InputError("The target has no tokens: type the output you want to teacher-force.",
+                             key="empty_target")
+        target_ids = [*ids, loaded.eos_id][: loaded.config.max_positions - 1]
+        expected = [loaded.tokenizer.id_to_token(i) for i in target_ids]
+    elif task is None:
+        raise InputError("Teacher forcing needs a target: type the output you want to teacher-force.",
+                         key="empty_target")
+    else:
+        expected = expected_tokens(loaded, enc, task)
+        target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
     dec_in = [loaded.bos_id, *target_ids[:-1]]  # (T,) shifted right
     return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected)

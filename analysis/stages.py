@@ -100,12 +100,15 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
     rec = layer_record(loaded, trace, block, layer)["layer"]
     mod = loaded.layer_modules(block)[layer]
     out = {k: v[0] for k, v in rec.items()}
-    for name in ("norm1", "norm2", "norm3"):
+    # post-LN layers norm the residual sums (norm1..3); a pre-LN GPT-2 block norms its layer input (ln_1, drawn as the
+    # attention's X) and the residual sum after attention (ln_2), and its output is that sum plus the MLP ("out")
+    for name in ("norm1", "norm2", "norm3", "ln_2"):
         if f"{name}_sum" in rec:
             s = rec[f"{name}_sum"][0]  # (n, d)
             norm = getattr(mod, name)
             out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
                         f"gamma_{name}": norm.weight, f"beta_{name}": norm.bias, f"eps_{name}": torch.tensor(norm.eps)})
+    out["output"] = out[next(k for k in ("out", "norm3", "norm2") if k in out)]  # (n, d): what the layer returns
     out.update({"W_1": mod.ffn.linear1.weight.T, "b_1": mod.ffn.linear1.bias, "W_2": mod.ffn.linear2.weight.T,
                 "b_2": mod.ffn.linear2.bias})
     return freeze({k: to_numpy(v) for k, v in out.items()})

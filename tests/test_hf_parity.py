@@ -116,8 +116,8 @@ def test_gpt2_records_every_sublayer_and_ablates_heads(tmp_path):
         rec = out.stack.records[1]["layer"]
         block = ours.module.blocks.layers[1]
         assert torch.allclose(rec["ln_1"], block.ln_1(rec["x"]))
-        assert torch.allclose(rec["attn_sum"], rec["x"] + rec["attn_out"])
-        assert torch.allclose(rec["out"], rec["attn_sum"] + rec["ffn_out"])
+        assert torch.allclose(rec["ln_2_sum"], rec["x"] + rec["attn_out"])
+        assert torch.allclose(rec["out"], rec["ln_2_sum"] + rec["ffn_out"])
         assert torch.allclose(rec["out"], out.stack.hidden_states[2])
         assert set(out.stack.records[1]["self"].record) >= {"q", "k", "v", "stages", "heads", "z"}
         ablated = ours.module(ids, hidden=True, ablations={("decoder_self", 1): HeadAblation((0, 2), "keep")})
@@ -182,3 +182,66 @@ def test_marian_odd_width_table():
 
     ref = MarianSinusoidalPositionalEmbedding(12, 7).create_weight()
     close(marian_sinusoids(12, 7).numpy(), ref, 1e-6)
+
+
+def test_gpt2_pre_ln_sublayers_reproduce_each_layer_output(tmp_path):
+    """Step by step on GPT-2 (issue 17, item 4): the pre-LN sublayers read from the model's own forward rebuild every
+    layer's output to 1e-5, LN_2 recomputed from its sum, mean, variance, γ and β, and each layer's output equals
+    `transformers`' hidden state (the input of the next block) to 1e-5."""
+    from analysis.stages import sublayer_steps
+
+    hf, path = make_gpt2(tmp_path / "g", n_head=3, n_embd=21, n_layer=3)
+    ours = load_local(CPU, path)
+    tr = ours.trace(TEXT, intermediates=True)
+    ref = hf_run(hf_eager(hf), input_ids=torch.tensor([tr.source_ids]))
+    for layer in range(3):
+        sub = sublayer_steps(ours, tr, "decoder_self", layer)
+        s = sub["ln_2_sum"].astype(np.float64)
+        ln2 = (s - sub["mean_ln_2"][:, None]) / np.sqrt(sub["var_ln_2"][:, None] + sub["eps_ln_2"])
+        np.testing.assert_allclose(ln2 * sub["gamma_ln_2"] + sub["beta_ln_2"], sub["ln_2"], atol=1e-5)
+        hid = sub["ln_2"] @ sub["W_1"] + sub["b_1"]
+        np.testing.assert_allclose(hid, sub["ffn_pre"], atol=1e-5)
+        np.testing.assert_allclose(s + sub["ffn_act"] @ sub["W_2"] + sub["b_2"], sub["output"], atol=1e-5)
+        np.testing.assert_allclose(sub["output"], tr.decoder_hidden_states[layer + 1], atol=1e-5)
+        if layer < 2:  # transformers' last hidden state has ln_f applied; the others are block outputs
+            close(sub["output"], ref.hidden_states[layer + 1][0], 1e-5)
+
+
+def test_gpt2_head_surgery_matches_transformers_with_the_head_zeroed(tmp_path):
+    """Head surgery on GPT-2's next-token distribution (issue 17, item 4) against `transformers` with the same
+    heads' slices zeroed at c_proj's input by a hook: next-token probabilities to 1e-5, greedy continuation equal."""
+    from analysis.heads import next_token_effect
+
+    hf, path = make_gpt2(tmp_path / "g", n_head=3, n_embd=21, n_layer=3)
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    heads = [(1, 0), (2, 2)]
+    d_k = 7
+
+    def zero(head):
+        def hook(_mod, args):
+            z = args[0].clone()
+            z[..., head * d_k:(head + 1) * d_k] = 0.0
+            return (z,)
+        return hook
+
+    handles = [hf.transformer.h[la].attn.c_proj.register_forward_pre_hook(zero(h)) for la, h in heads]
+    try:
+        ids = torch.tensor([ours.encode_prompt(TEXT).ids])
+        with torch.no_grad():
+            p_ref = hf(input_ids=ids).logits[0, -1].softmax(-1)
+            cont = ids
+            for _ in range(8):
+                nxt = hf(input_ids=cont).logits[0, -1].argmax()
+                cont = torch.cat([cont, nxt.view(1, 1)], 1)
+    finally:
+        for h in handles:
+            h.remove()
+    eff = next_token_effect(ours, TEXT, heads, "zero")
+    after = {tok: p for tok, p in eff.top_after}
+    for tok, p in after.items():
+        np.testing.assert_allclose(p, float(p_ref[ours.tokenizer.token_to_id(tok)]), atol=1e-5)
+    assert [ours.tokenizer.token_to_id(t) for t in eff.output_after] == cont[0, ids.shape[1]:].tolist()
+    plain = next_token_effect(ours, TEXT, [], "zero")  # nothing ablated: before == after, bit for bit
+    assert plain.top_before == plain.top_after and plain.output_before == plain.output_after
+    assert eff.top_before == plain.top_before and eff.top_after != eff.top_before  # the ablation changed something

@@ -116,6 +116,11 @@ def minimal_pairs(view: View) -> None:
         f"{a} / {b}"))
 
 
+def has_tasks(view: View) -> bool:
+    """Whether the model was trained on tasks with exact answers (seq2seq-tiny's copy / reverse / swap)."""
+    return hasattr(view.model, "tasks")
+
+
 def surgery(view: View) -> None:
     lg = view.lang
     where = layer_head(view.layer, view.head, lg)
@@ -127,20 +132,27 @@ def surgery(view: View) -> None:
     picked = tuple(ah.heads_from_text(",".join(chosen)))
     st.caption(t("heads.note.surgery", lg))
     if view.model.config.is_encoder_decoder:
-        task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
-                        format_func=lambda x: task_label(x, lg))
+        task = (st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
+                         format_func=lambda x: task_label(x, lg)) if has_tasks(view) else None)
         effect = cache.decoder_effect(view.model_name, view.device, view.text, picked, mode, task)
         st.code(t("heads.surgery.outputs", lg, before=" ".join(effect.output_before),
                   after=" ".join(effect.output_after)), language=None)
-        (st.success if effect.exact_after else st.warning)(
-            t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
-              task=task_label(task, lg)))
+        if task is None:  # a model without tasks (a local BART / Marian): does the greedy output change?
+            same = effect.output_before == effect.output_after
+            (st.success if same else st.warning)(t("heads.surgery.next_same" if same else "heads.surgery.next_changed",
+                                                   lg))
+        else:
+            (st.success if effect.exact_after else st.warning)(
+                t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
+                  task=task_label(task, lg)))
         rows = effect.top_rows()
         chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
             np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
             [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
             t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
         return
+    if view.model.kind == "decoder":  # GPT-2: the next-token distribution and the greedy continuation first
+        next_token_surgery(view, picked, mode)
     effect = cache.encoder_effect(view.model_name, view.device, view.text, picked, mode)
     chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg), "hl_tokens", Export(
         effect.token_change[None], ["1 - cos"], list(effect.tokens),
@@ -158,6 +170,21 @@ def surgery(view: View) -> None:
             grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
         st.dataframe(rename_columns(grid.rows()[:12], lg), hide_index=True, key="hl_effect_table")
+
+
+def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
+    """A decoder-only model's next token after the sentence and its greedy continuation, before and after."""
+    lg = view.lang
+    effect = cache.next_token_effect(view.model_name, view.device, view.text, picked, mode)
+    st.code(t("heads.surgery.outputs", lg, before=effect.text_before, after=effect.text_after), language=None)
+    same = effect.output_before == effect.output_after
+    (st.success if same else st.warning)(t("heads.surgery.next_same" if same else "heads.surgery.next_changed", lg))
+    rows = effect.top_rows()
+    chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
+        np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
+        [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
+        t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
+    st.caption(t("heads.note.next", lg))
 
 
 def beyond_weights(view: View) -> None:
@@ -189,10 +216,11 @@ def beyond_weights(view: View) -> None:
         if view.model.kind == "decoder":  # GPT-2: every layer read at the sentence's last position
             lens = cache.text_logit_lens(view.model_name, view.device, view.text)
         else:
-            task = st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
-                            format_func=lambda x: task_label(x, lg))
+            task = (st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
+                             format_func=lambda x: task_label(x, lg)) if has_tasks(view) else None)
             lens = cache.logit_lens(view.device, view.text, task,
-                                    int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")))
+                                    int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")),
+                                    view.model_name)
         chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
             lens.top_probs, [t("heads.viz.dec_layer", lg, i=la) for la in lens.layers], [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
             t("heads.beyond.lens", lg), view.text, "logit-lens"))
@@ -204,7 +232,7 @@ def beyond_weights(view: View) -> None:
 def atlas(view: View) -> None:
     lg = view.lang
     at = cache.head_atlas(view.model_name, view.device,
-                          **({"task": "copy"} if view.model.config.is_encoder_decoder else {}))
+                          **({"task": "copy"} if has_tasks(view) else {}))
     idx = at.top_label_index().astype(float)
     chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_atlas", Export(
         idx, *axes(idx, lg), t("heads.atlas.export", lg), filename="head-atlas"))

@@ -87,12 +87,18 @@ def decoder_run(name: str, device: str, sentence: str, n_pad: int, layer: int) -
                   msg("cache.decoder"))
 
 
-def decoding_run(device: str, text: str, task: str, teacher: bool) -> decoding.DecodingRun:
+def decoding_run(device: str, text: str, task: str | None, teacher: bool, name: str = "seq2seq-tiny",
+                 target: str | None = None) -> decoding.DecodingRun:
+    """Greedy decoding or teacher forcing on `name` (seq2seq-tiny with its task, or a local encoder-decoder folder
+    with no task, teacher-forced on the typed `target`)."""
     def make():
-        model = get_model("seq2seq-tiny", device)
-        return decoding.teacher_forced_run(model, text, task) if teacher else decoding.greedy_run(model, text, task)
+        model = get_model(name, device)
+        if teacher:
+            return decoding.teacher_forced_run(model, text, task, target)
+        return decoding.greedy_run(model, text, task)
 
-    return cached(("decoding", device, text, task, teacher), make, msg("cache.decoding"))
+    return cached(("decoding", name, device, text, task, teacher, target if teacher else None), make,
+                  msg("cache.decoding"))
 
 
 def pe_table(n: int, d: int) -> np.ndarray:
@@ -147,6 +153,11 @@ def decoder_effect(name: str, device: str, text: str, chosen: tuple, mode: str, 
                   lambda: heads.decoder_effect(get_model(name, device), text, chosen, mode, task=task))
 
 
+def next_token_effect(name: str, device: str, text: str, chosen: tuple, mode: str):
+    return cached(("next_token_effect", name, device, text, chosen, mode),
+                  lambda: heads.next_token_effect(get_model(name, device), text, chosen, mode))
+
+
 def rank_heads(name: str, device: str, text: str, mode: str):
     def make():
         bar, tick = progress_bar(msg("cache.ablating"))
@@ -187,9 +198,9 @@ def text_logit_lens(name: str, device: str, text: str):
     return cached(("text_logit_lens", name, device, text), lambda: heads.logit_lens(get_model(name, device), text))
 
 
-def logit_lens(device: str, text: str, task: str, step: int):
-    return cached(("logit_lens", device, text, task, step),
-                  lambda: heads.logit_lens(get_model("seq2seq-tiny", device), text, step=step, task=task))
+def logit_lens(device: str, text: str, task: str | None, step: int, name: str = "seq2seq-tiny"):
+    return cached(("logit_lens", name, device, text, task, step),
+                  lambda: heads.logit_lens(get_model(name, device), text, step=step, task=task))
 
 
 def head_atlas(name: str, device: str, **kw):

@@ -7,6 +7,7 @@ import streamlit as st
 
 from analysis.decoding import DecodingRun
 from i18n import t
+from model import get_spec
 from model.data import TASKS
 from viz import seq2seq as vs
 
@@ -14,33 +15,48 @@ from .state import View, md_escape
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
-def controls(model, lang: str = "en") -> tuple[str, bool, int, int | str]:
-    """Task, teacher forcing, decoder layer and head ("mean" = mean of heads); the values never depend on `lang`."""
+
+
+def page_model(view: View) -> str:
+    """The model this page runs: the sidebar's encoder-decoder when it is a local folder (BART, Marian; no tasks),
+    else seq2seq-tiny, trained here on copy / reverse / swap."""
+    spec = get_spec(view.model_name)
+    return view.model_name if spec.kind == "encoder-decoder" and spec.path is not None else MODEL
+
+
+def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str, str | None]:
+    """Task (None for a model without tasks), teacher forcing, decoder layer and head ("mean" = mean of heads), and
+    the typed target of a model without tasks when teacher forcing; the values never depend on `lang`."""
     lg = lang
+    tasks = hasattr(model, "tasks")
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
-    task = c1.radio(t("s2s.task", lg), TASKS, horizontal=True, key="task",
-                    format_func=lambda x: t(f"s2s.task.{x}", lg), help="\n\n".join(t(f"s2s.task_help.{x}", lg) for x in TASKS))
-    teacher = c2.toggle(t("s2s.teacher", lg), key="teacher_forcing", help=t("s2s.teacher_help", lg))
+    task = c1.radio(t("s2s.task", lg), TASKS, horizontal=True, key="task", format_func=lambda x: t(f"s2s.task.{x}", lg),
+                    help="\n\n".join(t(f"s2s.task_help.{x}", lg) for x in TASKS)) if tasks else None
+    teacher = c2.toggle(t("s2s.teacher", lg), key="teacher_forcing",
+                        help=t("s2s.teacher_help" if tasks else "s2s.teacher_help_folder", lg))
+    target = None
+    if teacher and not tasks:  # no task answer to force: the user types the target (python -m model --target)
+        target = st.text_input(t("s2s.target", lg), key="s2s_target", max_chars=2000, help=t("s2s.target_help", lg))
     n_layers, n_heads = model.config.n_decoder_layers, model.config.n_heads
     layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
                          format_func=lambda i: t("s2s.layer_n", lg, i=i))
     head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",
                         format_func=lambda h: t("s2s.head_mean", lg) if h == "mean" else t("s2s.head_n", lg, i=h))
-    return task, teacher, layer, head
+    return task, teacher, layer, head, target
 
 
-def summary(run: DecodingRun, task: str, teacher: bool, unknown_words: list[str], lang: str = "en") -> None:
+def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: list[str], lang: str = "en") -> None:
     lg = lang
     if run.truncated:
-        st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - 2, model=MODEL, k=len(run.source_tokens) - 2),
+        st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - 2, model=run.model, k=len(run.source_tokens) - 2),
                    icon=":material/warning:")
     if unknown_words:
         st.info(t("s2s.unknown", lg, words=", ".join(md_escape(w) for w in unknown_words)))
-    st.markdown(t("s2s.source", lg))
+    st.markdown(t("s2s.source" if task is not None else "s2s.source_folder", lg))
     st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
     st.markdown(t("s2s.teacher_target" if teacher else "s2s.greedy_output", lg))
     st.code(" ".join(run.output_tokens), language=None, wrap_lines=True)
-    if teacher:
+    if teacher or task is None:  # no task: no exact answer to compare with
         return
     if run.correct:
         st.success(t("s2s.correct", lg, task=t(f"s2s.task.{task}", lg)), icon=":material/check_circle:")
@@ -63,8 +79,8 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
     s, lg = run.steps[step - 1], view.lang
     st.markdown(t("s2s.step_of", lg, i=step, n=len(run.steps), k=len(s.inputs)))
     st.code(" ".join(s.inputs) + f"   →   {s.chosen}", language=None, wrap_lines=True)
-    title = f"{MODEL} · {run.task} · {vs.head_name(layer, head, lg)}"
-    name = f"seq2seq-{run.task}"
+    title = " · ".join(x for x in (run.model, run.task, vs.head_name(layer, head, lg)) if x)
+    name = f"{run.model}-{run.task}" if run.task else run.model
     left, right = st.columns(2)
     with left:
         fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
@@ -82,5 +98,5 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
     with right:
         probs, prow, pcol = vs.topk_table(run)
         chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg), "s2s_topk", Export(
-            probs, prow, pcol, t("s2s.export.topk", lg, model=MODEL), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
+            probs, prow, pcol, t("s2s.export.topk", lg, model=run.model), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
     st.caption(t("s2s.figures_caption", lg))

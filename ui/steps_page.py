@@ -50,10 +50,10 @@ def draw_section(view: View, stages: list, section: int, lang: str) -> None:
 
 def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     """(name, tab) of the Step by step page's lazy tabs for the sidebar's block (viz.steps.step_tabs)."""
-    last = view.block != "encoder" and view.layer == view.model.config.n_decoder_layers - 1
-    names = vs_steps.step_tabs(view.block, last)
-    if view.model.kind == "decoder":  # GPT-2 (pre-LN): the attention stages; its sublayers are not drawn yet
-        names = list(vs_steps.ATTENTION_TABS)
+    pre_ln = view.model.kind == "decoder"  # GPT-2: one causal pre-LN stack
+    last = view.block != "encoder" and not pre_ln and view.layer == view.model.config.n_decoder_layers - 1
+    names = vs_steps.step_tabs(view.block, last, pre_ln)
+    if pre_ln:
         st.caption(t("steps.decoder_only", lang))
     return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
 
@@ -79,13 +79,22 @@ def layer_section(view: View, name: str, lang: str) -> None:
     block = "decoder_self" if dec else "encoder"
     sub = cache.sublayer_steps(view.model_name, view.device, view.text, block, view.layer)
     tokens = view.trace.axis_tokens(block)[0]
-    n, d = sub["norm1"].shape
+    n, d = sub["x"].shape
     lg, lecture, prefix = lang, view.lecture, f"steps_{name}"
     st.caption(t(f"steps.{name}.note", lg, layer=view.layer))
     if name in ("add_norm", "add_norm_dec"):
         st.latex(FORMULA_ADD_NORM.replace("Sublayer", "MultiHead"))
         figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
                                    lang=lg, lecture=lecture)
+    elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)
+        st.latex(FORMULA_PRE_LN)
+        figs = vt.add_norm_figures(sub, "ln_2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d), lang=lg,
+                                   lecture=lecture)
+    elif name == "output_pre":  # pre-LN: the layer output is the second residual sum, with no norm after it
+        st.latex(r"x_{\ell+1} = s + \operatorname{FFN}(\operatorname{LN_2}(s))")
+        out = sub["output"]
+        figs = {"out": (vt.token_matrix(out, tokens, t("tour.ffn.out_fig", lg, layer=view.layer), lang=lg,
+                                        lecture=lecture), out)}
     elif name == "cross_norm":
         head = min(view.head, view.n_heads - 1)
         steps = cache.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
@@ -108,7 +117,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
         figs = vt.add_norm_figures(sub, last, tokens, sum_title=t("steps.ffn_sum_fig", lg, n=n, d=d), lang=lg,
                                    lecture=lecture)
     draw_figures(view, figs, prefix, tokens, view.layer)
-    if name in ("output", "output_dec"):
+    if name in ("output", "output_dec", "output_pre"):
         output_check(sub, view.trace.decoder_hidden_states if dec else view.trace.encoder_hidden_states, view.layer, lg)
 
 
@@ -136,6 +145,8 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
                              ylabel=stage.ylabel)))
 
 
+FORMULA_PRE_LN = (r"s = x + \operatorname{MultiHead}(\operatorname{LN_1}(x)), \quad \operatorname{LN_2}(s) = "
+                  r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
 FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
                     r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
 

@@ -278,21 +278,23 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
 
 def _sublayers(ctx: _Ctx, key: str) -> None:
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
-    if ctx.block != "encoder":  # GPT-2 is pre-LN: its sublayers are not drawn yet (README: Your own models)
-        st.info(t("steps.decoder_only", lg))
-        return
-    sub = sublayer_steps(view.model_name, view.device, view.text, "encoder", ctx.layer)
-    d = sub["norm1"].shape[1]
+    pre_ln = ctx.block != "encoder"  # GPT-2's one causal stack: x + Sublayer(LN(x))
+    sub = sublayer_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer)
+    d = sub["x"].shape[1]
+    if pre_ln:
+        st.info(t("tour.pre_ln", lg, model=view.model_name), icon=":material/info:")
     if key == "add_norm":
-        figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=len(tokens), d=d),
-                                   lang=lg, lecture=view.lecture)
+        norm, title = ("ln_2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
+        figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
+                                   lecture=view.lecture)
     else:
         act = getattr(view.model.config, "activation", "relu").upper()
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
     if key == "ffn":
-        output_check(sub, ctx.trace.encoder_hidden_states, ctx.layer, lg)
+        hidden = ctx.trace.decoder_hidden_states if pre_ln else ctx.trace.encoder_hidden_states
+        output_check(sub, hidden, ctx.layer, lg)
 
 
 # ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------

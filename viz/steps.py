@@ -28,7 +28,9 @@ from .heatmap import heatmap
 # linear layer and Softmax over the vocabulary
 ATTENTION_TABS = ("x", "qkv", "scores", "softmax", "concat")
 LAYER_TABS = {"encoder": ("add_norm", "ffn", "output"),
-              "decoder": ("add_norm_dec", "cross_norm", "ffn_dec", "output_dec")}
+              "decoder": ("add_norm_dec", "cross_norm", "ffn_dec", "output_dec"),
+              # a pre-LN decoder-only block (GPT-2): x + MultiHead(LN_1(x)), then LN_2; FFN; the second residual sum
+              "pre_ln": ("add_norm_pre", "ffn", "output_pre")}
 VOCAB_TAB = "vocab"
 # axis labels of the stages -> catalogue keys (shared with the guided tour)
 AXIS_KEYS = {"concat dimension": "tour.axis.concat_dim", "dimension": "tour.axis.dim",
@@ -65,8 +67,11 @@ def _dims(n: int, prefix: str = "") -> list[str]:
     return [f"{prefix}{j}" for j in range(n)]
 
 
-def step_tabs(block: str, last_layer: bool) -> list[str]:
-    """The page's tabs for a block, in order (names, see ATTENTION_TABS / LAYER_TABS)."""
+def step_tabs(block: str, last_layer: bool, pre_ln: bool = False) -> list[str]:
+    """The page's tabs for a block, in order (names, see ATTENTION_TABS / LAYER_TABS); `pre_ln`: a decoder-only
+    model's one causal stack (no vocabulary tab: its next token is on the explorer)."""
+    if pre_ln:
+        return [*ATTENTION_TABS, *LAYER_TABS["pre_ln"]]
     rest = LAYER_TABS["encoder" if block == "encoder" else "decoder"]
     return [*ATTENTION_TABS, *rest, *([VOCAB_TAB] if block != "encoder" and last_layer else [])]
 

@@ -117,7 +117,6 @@ def ffn_figures(sub: dict, tokens: list[str], *, layer: int, act: str, lang: str
     """The Feed Forward sublayer in order: (W_1,) x W_1 + b_1, the activation, (W_2,) and the layer output after
     the last Add & Norm. {name: (figure, matrix to export)}; `weights` adds W_1 (d, f) and W_2 (f, d)."""
     pre, hid = sub["ffn_pre"], sub["ffn_act"]
-    last = "norm3" if "norm3" in sub else "norm2"
     out: dict[str, tuple[go.Figure, np.ndarray | None]] = {}
 
     def weight(name: str) -> None:
@@ -134,8 +133,8 @@ def ffn_figures(sub: dict, tokens: list[str], *, layer: int, act: str, lang: str
     out["act"] = (token_matrix(hid, tokens, t("tour.ffn.act_fig", lang, act=act), lang=lang, lecture=lecture), hid)
     if weights:
         weight("W_2")
-    out["out"] = (token_matrix(sub[last], tokens, t("tour.ffn.out_fig", lang, layer=layer), lang=lang,
-                               lecture=lecture), sub[last])
+    out["out"] = (token_matrix(sub["output"], tokens, t("tour.ffn.out_fig", lang, layer=layer), lang=lang,
+                               lecture=lecture), sub["output"])
     return out
 
 
@@ -144,5 +143,4 @@ def layer_output_check(sub: dict, hidden: np.ndarray | None, layer: int) -> floa
     (hidden (L+1, n, d): the stack's hidden states); None when the trace has none."""
     if hidden is None:
         return None
-    last = "norm3" if "norm3" in sub else "norm2"
-    return float(np.abs(np.asarray(sub[last], dtype=np.float64) - hidden[layer + 1]).max())
+    return float(np.abs(np.asarray(sub["output"], dtype=np.float64) - hidden[layer + 1]).max())

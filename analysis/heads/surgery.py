@@ -324,3 +324,30 @@ def decoder_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero
         before.meta["output_text"], after.meta["output_text"], step, _topk(p0, tok, k), _topk(p1, tok, k),
         compared,
     )
+
+
+# ---- decoder-only (GPT-2): the next-token distribution and the greedy continuation ----------------------------------
+def next_token_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero", *, k: int = 5,
+                      n_new: int = 8) -> DecoderEffect:
+    """What ablating heads of a decoder-only model's causal stack ((layer, head)) does to its next-token
+    distribution after `text` (top-k before and after, from the model's logits) and to its greedy continuation of
+    `n_new` tokens (every step's forward ablated). Returned as a DecoderEffect: no task, step 0 = the next token."""
+    if model.kind != "decoder":
+        raise InputError(f"{model.name} is not a decoder-only model.", key="not_decoder_only", model=model.name)
+    heads = _check_heads(model, heads, "encoder")  # its one stack, numbered as the encoder's
+    abl = ablations_for(heads, mode, block="decoder_self") if heads else None
+    ids = model.encode_prompt(text).ids
+    with torch.inference_mode():
+        p0 = model.forward_ids(ids, last_only=True).logits[0, -1].float().softmax(-1)  # (V,)
+        p1 = model.forward_ids(ids, last_only=True, ablations=abl).logits[0, -1].float().softmax(-1)
+    before = model.greedy_continue(text, n_new, 1)
+    after = model.greedy_continue(text, n_new, 1, ablations=abl)
+    tok = model.tokenizer.id_to_token
+    k = min(k, p0.shape[-1])
+    ids_k = list(dict.fromkeys(p0.topk(k).indices.tolist() + p1.topk(k).indices.tolist()))
+    decode = model.tokenizer.decode
+    return DecoderEffect(
+        tuple(model.encode_prompt(text).tokens), None, tuple(heads), mode, None,
+        tuple(s.choice.token for s in before), tuple(s.choice.token for s in after),
+        decode([s.choice.id for s in before]), decode([s.choice.id for s in after]), 0, _topk(p0, tok, k),
+        _topk(p1, tok, k), tuple((tok(i) or f"#{i}", float(p0[i]), float(p1[i])) for i in ids_k))

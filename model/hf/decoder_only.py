@@ -89,12 +89,14 @@ class DecoderOnlyModel(LoadedModel):
         out = self.forward_ids(self._encode(text), last_only=True)
         return self._top(out.logits[0, -1], top_k)
 
-    def greedy_continue(self, text: str, n_new: int = 8, top_k: int = 5) -> list[Step]:
-        """Append the argmax token n_new times (never past the model's positions); each step lists its top_k."""
+    def greedy_continue(self, text: str, n_new: int = 8, top_k: int = 5, *,
+                        ablations: dict | None = None) -> list[Step]:
+        """Append the argmax token n_new times (never past the model's positions); each step lists its top_k.
+        ablations: {("decoder_self", layer): HeadAblation}, applied inside every step's forward."""
         ids = self._encode(text)
         steps = []
         for _ in range(max(0, min(n_new, self.config.max_positions - len(ids)))):
-            top = self._top(self.forward_ids(ids, last_only=True).logits[0, -1], top_k)
+            top = self._top(self.forward_ids(ids, last_only=True, ablations=ablations).logits[0, -1], top_k)
             steps.append(Step(len(ids), top[0], top))
             ids = [*ids, top[0].id]
         return steps

@@ -39,6 +39,11 @@ class GPT2Block(nn.Module):
         """The masked self-attention, under the name every other layer uses."""
         return self.attn
 
+    @property
+    def ffn(self) -> FeedForward:
+        """The MLP, under the name every other layer uses."""
+        return self.mlp
+
     def forward(self, x, mask=None, *, record=False, ablation: dict[str, HeadAblation] | None = None):
         """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult, "layer": sublayer record when recording})"""
         rec = {"x": x} if record else None
@@ -49,7 +54,8 @@ class GPT2Block(nn.Module):
         f = self.mlp(ln2, rec)  # rec gets ffn_pre, ffn_act (b, n, f)
         out = s1 + f  # residual after the MLP: the block's output
         if rec is not None:
-            rec.update(ln_1=ln1, attn_out=a.output, attn_sum=s1, ln_2=ln2, ffn_out=f, out=out)
+            # ln_2_sum: what LN_2 normalises (the residual sum after attention), named as post-LN layers name theirs
+            rec.update(ln_1=ln1, attn_out=a.output, ln_2_sum=s1, ln_2=ln2, ffn_out=f, out=out)
             return out, {"self": a, "layer": rec}
         return out, {"self": a}
 

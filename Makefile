@@ -68,6 +68,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bench_e5.py
 	$(PY) bench/bench_gpt2.py
 	$(PY) bench/bench_browser.py
+	$(PY) bench/bench_browser.py --gpt2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

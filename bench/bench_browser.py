@@ -56,6 +56,11 @@ PAGES = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("ste
          ("seq2seq", "Encoder-decoder decoding")]
 LONG = " ".join(["the animal didn't cross the street because it was tired"] * 60)  # > 512 tokens: truncated
 TIMEOUT_MS = 120_000
+EXTRA: dict[str, str] = {}  # query parameters on every link (--gpt2: the registered folder's model name)
+
+
+def query(**params) -> str:
+    return urlencode({**params, **EXTRA})
 
 # Before the app's JS: wrap WebSocket (stamp and size every message, tell ForwardMsg types apart by their
 # top-level protobuf field), stamp the user's action by its own event, record long tasks, and provide the
@@ -114,7 +119,7 @@ INIT = r"""
   const chartText = (sel) => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] ' + sel),
                                         (e) => e.textContent).join('|');
   const TARGETS = {
-    word: (w) => chartText('.xtick text, .ytick text').split('|').includes(w),
+    word: (w) => chartText('.xtick text, .ytick text').split('|').some((x) => x.replace(/^[\u0120\u2581]/, '') === w),
     title: (t) => chartText('.gtitle').split('|').some((x) => x.trim().endsWith(t)),
     page: ([path, h1]) => location.pathname.replace(/\/$/, '').endsWith(path) &&
       Array.from(document.querySelectorAll('[data-testid="stMain"] h1'), (e) => e.textContent).some((x) => x.includes(h1)),
@@ -299,7 +304,7 @@ def type_sentence(page, sentence: str, word: str) -> dict:
 
 def new_sentence(browser, base: str, repeats: int) -> list[dict]:
     rows = []
-    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+    with app_page(browser, f"{base}/?{query(text=DEFAULT)}") as page:
         type_sentence(page, *SENTENCES[-1])  # warm-up: the first rerun of this session is not measured
         for sentence, word in SENTENCES[:repeats]:
             rows.append(type_sentence(page, sentence, word))
@@ -317,7 +322,7 @@ def pick_head(page, head: int) -> dict:
 
 
 def head_change(browser, base: str, repeats: int) -> list[dict]:
-    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+    with app_page(browser, f"{base}/?{query(text=DEFAULT)}") as page:
         pick_head(page, 11)  # warm-up
         return [pick_head(page, h) for h in range(1, repeats + 1)]
 
@@ -331,7 +336,7 @@ def go(page, path: str, h1: str, measured: bool = True) -> dict | None:
 
 def page_switch(browser, base: str, repeats: int) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
-    with app_page(browser, f"{base}/?{urlencode({'text': DEFAULT})}") as page:
+    with app_page(browser, f"{base}/?{query(text=DEFAULT)}") as page:
         for path, h1 in PAGES:  # warm-up: every page once (the server's caches of the labs)
             go(page, path, h1, measured=False)
             go(page, "", "Attention explorer", measured=False)
@@ -368,7 +373,7 @@ def open_link(browser, url: str) -> dict:
 
 
 def fresh_open(browser, base: str, text: str, repeats: int) -> list[dict]:
-    url = f"{base}/?{urlencode({'text': text, 'layer': 2, 'head': 5})}"
+    url = f"{base}/?{query(text=text, layer=2, head=5)}"
     open_link(browser, url)  # warm-up: fills the server's trace cache for this text
     return [open_link(browser, url) for _ in range(repeats)]
 
@@ -381,7 +386,7 @@ def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "missed"
 
 
-def run(repeats: int) -> str:
+def run(repeats: int, env: dict | None = None) -> str:
     from playwright.sync_api import sync_playwright
 
     table = ["| scenario | measure | median | range | target | |", "|---|---|---|---|---|---|"]
@@ -409,11 +414,11 @@ def run(repeats: int) -> str:
                     f"| {med(rows, 'messages'):.0f} | {med(rows, 'longtask_s'):.2f} s | {med(rows, 'idle_s'):.2f} s "
                     f"| {med(rows, 'client_s'):.2f} s |")
 
-    with serve_app() as base, sync_playwright() as p:
+    with serve_app(env=env) as base, sync_playwright() as p:
         browser = chromium_browser(p)
         try:
             t = time.perf_counter()
-            open_link(browser, f"{base}/?{urlencode({'text': DEFAULT})}")  # warm-up: model and trace caches
+            open_link(browser, f"{base}/?{query(text=DEFAULT)}")  # warm-up: model and trace caches
             print(f"server warm after {time.perf_counter() - t:.1f} s; {load()}", flush=True)
 
             rows = new_sentence(browser, base, repeats)
@@ -469,9 +474,29 @@ def run(repeats: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("repeats", nargs="?", type=int, default=REPEATS)
+    ap.add_argument("--gpt2", action="store_true",
+                    help="the same scenarios on a GPT-2 of the 124M shape (12 layers x 12 heads, random weights) "
+                         "registered from a local folder (writes bench/results_browser_gpt2.md)")
     args = ap.parse_args()
-    res = run(args.repeats)
-    (Path(__file__).parent / "results_browser.md").write_text(res)
+    if not args.gpt2:
+        res = run(args.repeats)
+        (Path(__file__).parent / "results_browser.md").write_text(res)
+        return
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_gpt2 import build
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "gpt2-124m-random"
+        # a tokenizer whose words are whole tokens, so that a sentence is ~10-14 tokens as with MiniLM (speed only:
+        # the weights are random)
+        build(folder, corpus=[DEFAULT, LONG] + [s for s, _ in SENTENCES] * 4, vocab=1200)
+        EXTRA["model"] = folder.name
+        res = run(args.repeats, env={"HEADLIGHT_MODELS": str(folder)})
+    header = ("GPT-2 of the 124M shape (12 layers x 12 heads, n_embd 768, random weights), registered with "
+              "HEADLIGHT_MODELS and opened with ?model=gpt2-124m-random\n\n")
+    (Path(__file__).parent / "results_browser_gpt2.md").write_text(header + res)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 
-def build(folder: Path):
+def build(folder: Path, corpus: list[str] | None = None, vocab: int = 400):
+    """A random GPT-2 of the 124M shape saved into `folder`, with a byte-level BPE tokenizer.json trained on
+    `corpus` (default: the example sentence) up to `vocab` entries: the embedding keeps its 50257 rows either way."""
     import transformers as tf
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -38,9 +40,9 @@ def build(folder: Path):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"], show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<|endoftext|>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(["The animal didn't cross the street because it was tired."] * 8, trainer)
+    tok.train_from_iterator(corpus or ["The animal didn't cross the street because it was tired."] * 8, trainer)
     tok.save(str(folder / "tokenizer.json"))
     return hf
 

@@ -90,9 +90,20 @@ def test_gpt2_explorer_shows_its_causal_attention_and_next_tokens(folders):
         assert not at.error, [e.value for e in at.error]
         assert at.query_params.get("block") in ("decoder_self", ["decoder_self"]), at.query_params  # its one block
         assert any(h.value == t("ex.next.title", lang) for h in at.subheader)
-        assert len(at.dataframe) >= 1
+        assert not [m for m in at.markdown if m.value.startswith(t("ex.next.continuation", lang))]  # on request
+        at.button(key="ex_next_one").click().run()
+        assert not at.exception and len(at.dataframe) >= 1 and len(at.dataframe[-1].value) == 1
+        at.button(key="ex_next_more").click().run()
+        assert not at.exception and len(at.dataframe[-1].value) == 9
         cont = [m.value for m in at.markdown if m.value.startswith(t("ex.next.continuation", lang))]
         assert cont and "**" in cont[0]
+        # one step at a time is the same continuation as nine at once
+        from model.registry import load_model
+
+        want = [s.choice.token for s in load_model("hl-gpt2", "cpu").greedy_continue(TEXT, 9)]
+        assert list(at.dataframe[-1].value.iloc[:, 1]) == want
+        at.button(key="ex_next_clear").click().run()
+        assert not [m for m in at.markdown if m.value.startswith(t("ex.next.continuation", lang))]
 
 
 def test_gpt2_logit_lens_last_layer_is_the_next_token_distribution(folders):

@@ -250,6 +250,9 @@ def data_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
                        else t("ex.data.json_help", lg))
 
 
+NEXT_MORE, NEXT_MAX = 8, 64  # greedy steps per "more" click; the longest continuation shown
+
+
 def next_token_panel(view: View) -> None:
     """A decoder-only model (GPT-2 family): the next-token distribution after the sentence and a greedy
     continuation, one token per step with its probability and the runners-up."""
@@ -266,8 +269,23 @@ def next_token_panel(view: View) -> None:
                           "yaxis": {"type": "category"}}}
         chart(fig, "ex_next", Export(np.array([probs]), [t("ex.next.prob", lg)], tokens, t("ex.next.fig", lg, k=len(tokens)),
                                      view.text, f"{view.model_name}-next-token"))
-    n = int(st.slider(t("ex.next.steps", lg), 1, 24, 8, key="ex_next_n"))
-    steps = cache.greedy_continuation(view.model_name, view.device, view.text, n)
+    # the continuation grows on request, one step (one forward) per click: a new sentence costs one forward here,
+    # not eight (see ui.runs.greedy_continuation)
+    key, here = "_hl_next_n", (view.model_name, view.text)
+    held = st.session_state.get(key)
+    n = held[1] if isinstance(held, tuple) and held[0] == here else 0
+    c1, c2, c3 = st.columns([1, 1, 3])
+    if c1.button(t("ex.next.one", lg), key="ex_next_one", icon=":material/skip_next:"):
+        n += 1
+    if c2.button(t("ex.next.more", lg, k=NEXT_MORE), key="ex_next_more", icon=":material/fast_forward:"):
+        n += NEXT_MORE
+    if c3.button(t("ex.next.clear", lg), key="ex_next_clear", disabled=n == 0):
+        n = 0
+    steps = cache.greedy_continuation(view.model_name, view.device, view.text, min(n, NEXT_MAX))
+    st.session_state[key] = (here, len(steps))
+    if not steps:
+        st.caption(t("ex.next.none_yet", lg))
+        return
     st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **"
                 + md_escape(view.model.tokenizer.decode([s.choice.id for s in steps])) + "**")
     rows = [{"step": i + 1, "token": s.choice.token, "probability": round(s.choice.prob, 4),

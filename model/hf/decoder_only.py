@@ -90,10 +90,11 @@ class DecoderOnlyModel(LoadedModel):
         return self._top(out.logits[0, -1], top_k)
 
     def greedy_continue(self, text: str, n_new: int = 8, top_k: int = 5, *,
-                        ablations: dict | None = None) -> list[Step]:
+                        ablations: dict | None = None, prefix: tuple[int, ...] = ()) -> list[Step]:
         """Append the argmax token n_new times (never past the model's positions); each step lists its top_k.
-        ablations: {("decoder_self", layer): HeadAblation}, applied inside every step's forward."""
-        ids = self._encode(text)
+        ablations: {("decoder_self", layer): HeadAblation}, applied inside every step's forward. prefix: token ids
+        already chosen after the text (earlier steps), so that a continuation can grow one step at a time."""
+        ids = [*self._encode(text), *prefix]
         steps = []
         for _ in range(max(0, min(n_new, self.config.max_positions - len(ids)))):
             top = self._top(self.forward_ids(ids, last_only=True, ablations=ablations).logits[0, -1], top_k)

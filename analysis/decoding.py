@@ -80,8 +80,9 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
     with torch.inference_mode():
         out = loaded.module(torch.tensor([enc.ids], device=loaded.device),
                             torch.tensor([dec_in], device=loaded.device), ablations=ablations)
-        probs = out.logits[0].float().softmax(-1)  # (T, V)
-        top_p, top_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)  # (T, k)
+        logits = out.logits[0].float()  # (T, V)
+        top_l, top_i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (T, k): the softmax keeps the order
+        top_p = (top_l - logits.logsumexp(-1, keepdim=True)).exp()  # their probabilities, no (T, V) softmax
     self_att = to_numpy(torch.stack(out.decoder.self_attention)[:, 0])  # (L, h, T, T)
     cross = to_numpy(torch.stack(out.decoder.cross_attention)[:, 0])  # (L, h, T, m)
     top_p, top_i = to_numpy(top_p), top_i.tolist()

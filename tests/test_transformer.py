@@ -191,3 +191,17 @@ def test_loaded_models_use_the_input_major_layout(minilm, paper_base):
     for loaded in (minilm, paper_base):
         w = loaded.module.encoder.layers[0].ffn.linear1.weight
         assert w.t().is_contiguous()
+
+
+def test_next_logits_is_the_generator_and_follows_its_weight():
+    """The greedy loop's one-row projection (a (d, V) copy of the generator's weight) gives the generator's logits,
+    also after the weight changed in place (the copy is remade)."""
+    torch.manual_seed(0)
+    model = Transformer(PRESETS["tiny"]).eval()
+    h = torch.randn(3, model.config.d_model)
+    with torch.no_grad():
+        torch.testing.assert_close(model.next_logits(h), model.generator(h), atol=1e-5, rtol=1e-5)
+        model.generator.weight.mul_(2.0)
+        torch.testing.assert_close(model.next_logits(h), model.generator(h), atol=1e-5, rtol=1e-5)
+        model.generator.bias.add_(1.0)
+        torch.testing.assert_close(model.next_logits(h), model.generator(h), atol=1e-5, rtol=1e-5)

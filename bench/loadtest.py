@@ -23,7 +23,7 @@ per completed run, from /proc.
     .venv/bin/python bench/loadtest.py --cold "make serve" --students 60 --pages all --runs 3
     .venv/bin/python bench/loadtest.py --long 48 --pid <server pid>
 
-Only loopback hosts are accepted. Bounded: at most 200 students; every run stops by itself after
+Only loopback hosts are accepted. Bounded: at most 400 students; every run stops by itself after
 ramp + 2 x timeout + 30 s (--max-seconds), and a server started with --cold is always stopped.
 """
 
@@ -49,10 +49,10 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-PAGES = ("explorer", "positional", "masks", "steps", "seq2seq")
+PAGES = ("explorer", "positional", "masks", "steps", "seq2seq", "heads", "tour")
 APP_TITLES = ("Attention explorer", "Positional-encoding lab", "Mask lab", "Step by step",
-              "Encoder-decoder decoding")
-MAX_STUDENTS = 200
+              "Encoder-decoder decoding", "Head lab", "Guided tour")
+MAX_STUDENTS = 400
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ALERT_ERROR = 1  # Alert.Format.ERROR
 TEXT_KEY = "text"  # the Sentence box's widget key (ui/state.py K_TEXT)
@@ -445,6 +445,37 @@ async def run_scenario(args, host: str, port: int, pid: int | None, run: int = 0
     return RunResult(students, wall, rss0, max(peak[0], rss_end), rss_end, cpu, (load0, load1))
 
 
+async def cpu_per_page(args, host: str, port: int, pid: int, run: int = 0) -> list[tuple[str, float, int, int]]:
+    """After the hall: for each page in turn, `--cpu-per-page` new students (sentences never seen, both runs) on
+    that page alone, at most 4 at a time; the server tree's CPU seconds over the page's completed runs. -> [(page,
+    CPU s per run, runs, students with errors)]"""
+    pages = PAGES if args.pages == "all" else (args.pages,)
+    out = []
+    base = (args.seed * 1000 + run) * MAX_STUDENTS + 500_000
+    sem = asyncio.Semaphore(4)
+
+    async def one(st: Student) -> Student:
+        async with sem:
+            return await run_student(st, host, port, args.timeout, 0.0)
+
+    for k, page in enumerate(pages):
+        students = [Student(i, page, sentence(base + k * 1000 + i), sentence(base + k * 1000 + i, second=True))
+                    for i in range(args.cpu_per_page)]
+        cpu0 = tree_cpu_seconds(pid)
+        await asyncio.wait_for(asyncio.gather(*(one(s) for s in students)), args.max_seconds)
+        cpu = tree_cpu_seconds(pid) - cpu0
+        runs = sum((s.first_s is not None) + (s.second_s is not None) for s in students)
+        out.append((page, cpu / runs if runs else float("nan"), runs, sum(1 for s in students if s.errors)))
+    return out
+
+
+def print_cpu_table(rows: list[tuple[str, float, int, int]]) -> None:
+    print("\nServer CPU seconds per script run, page by page (after the hall, same server; new sentences):\n")
+    print("| page | CPU s per run | runs | students with errors |\n|---|---|---|---|")
+    for page, c, runs, errs in rows:
+        print(f"| {page} | {c:.3f} | {runs} | {errs} |")
+
+
 # ---- cold start -------------------------------------------------------------------------------------------------
 def _port_open(host: str, port: int) -> bool:
     try:
@@ -584,7 +615,7 @@ def parse_args(argv=None):
     p.add_argument("--students", type=int, default=60, help=f"students (default 60, max {MAX_STUDENTS})")
     p.add_argument("--ramp", type=float, default=10.0, help="students start spread over this many seconds")
     p.add_argument("--pages", default="explorer", choices=("all", *PAGES),
-                   help="'all': student i opens page i mod 5; or one page for everybody")
+                   help="'all': student i opens page i mod 7; or one page for everybody")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per run (first / second)")
     p.add_argument("--long", type=int, default=0, metavar="N",
                    help="memory test: N students open N distinct 512-token texts")
@@ -598,6 +629,9 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, help="numbers the students' sentences and start times (default: from the "
                    "clock, so a warm server has seen none of them); printed, pass it again to repeat a test")
     p.add_argument("--label", default="", help="text for the table's first column")
+    p.add_argument("--cpu-per-page", type=int, default=10, metavar="K",
+                   help="after the last run, K new students per page, page by page, to print the server's CPU "
+                        "seconds per run for each page (0: skip; default 10)")
     p.add_argument("--model", default="", help="the model every student's link names (e.g. multilingual-e5-small)")
     args = p.parse_args(argv)
     n = args.long or args.students
@@ -627,6 +661,7 @@ def main(argv=None) -> int:
     print(f"# Headlight load test: {label}, {args.runs} run(s), {os.cpu_count()} CPUs, --seed {args.seed}",
           file=sys.stderr)
     results: list[RunResult] = []
+    per_page: list = []
     log = Path(os.environ.get("TMPDIR", "/tmp")) / "headlight-loadtest-server.log"
     for k in range(args.runs):
         proc = None
@@ -641,6 +676,8 @@ def main(argv=None) -> int:
                     return 2
                 pid = args.pid or server_root_pid(port)
             res = asyncio.run(run_scenario(args, host, port, pid, k))
+            if args.cpu_per_page and pid and k + 1 == args.runs:
+                per_page = asyncio.run(cpu_per_page(args, host, port, pid, k))
         finally:
             if proc is not None:
                 stop_server(proc)
@@ -652,6 +689,8 @@ def main(argv=None) -> int:
     if args.runs > 1:
         rows.append(median_row(results))
     print_table(rows)
+    if per_page:
+        print_cpu_table(per_page)
     print_errors(results)
     if not any(r.lat("first_s") for r in results):
         return 1

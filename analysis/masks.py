@@ -51,14 +51,15 @@ def _stage_arrays(att_record, mask: torch.Tensor) -> dict[str, np.ndarray]:
             "weights": to_numpy(st.weights), "mask": to_numpy(mask.expand(st.scores.shape))}
 
 
-def padded_run(loaded, texts: list[str], layers: bool | set[int] = True) -> PaddedRun:
+def padded_run(loaded, texts: list[str], layers: bool | set[int] = True, upto: int | None = None) -> PaddedRun:
     """Tokenize each text, pad to the longest, run the model's embedding + encoder with the padding mask, recording
-    the stages of `layers` (True: all; a page asks for the one it shows, which bounds memory on long inputs)."""
+    the stages of `layers` (True: all; a page asks for the one it shows, which bounds memory on long inputs).
+    upto: run the layers up to that one only (then `attention` holds layers 0..upto)."""
     tokens, ids = loaded.pad_sources(texts)
     with torch.inference_mode():
         t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
         key_mask = padding_mask(t_ids, loaded.config.pad_id)  # (b, 1, 1, n)
-        out = loaded.module.encoder(loaded.source_embedding(t_ids), key_mask, record=layers)
+        out = loaded.module.encoder(loaded.source_embedding(t_ids), key_mask, record=layers, upto=upto)
         stages = {i: _stage_arrays(r["self"], key_mask) for i, r in out.records.items()}
     return freeze(PaddedRun(tokens=tokens, ids=ids, mask=ids != loaded.config.pad_id,
                             attention=to_numpy(torch.stack(out.self_attention)), stages=stages))

@@ -40,16 +40,17 @@ def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} out of range 0..{n_layers - 1}")
     src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, n)
+    # upto=layer: the layers above the recorded one are not run (Step by step on layer 0 ran all six of MiniLM's)
     with torch.inference_mode():
         if decoder_only:
-            return loaded.module(src, record={layer}).stack.records[layer]
+            return loaded.module(src, record={layer}, upto=layer).stack.records[layer]
         if not cfg.is_encoder_decoder:
             types = getattr(loaded.tokenizer.encode(trace.text, trace.meta.get("pair")), "type_ids", None)
             type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
-            return loaded.module(src, type_ids, record={layer}).records[layer]
+            return loaded.module(src, type_ids, record={layer}, upto=layer).records[layer]
         module = loaded.module
         if block == "encoder":
-            enc, _ = module.encode(src, record={layer})
+            enc, _ = module.encode(src, record={layer}, upto=layer)
             return enc.records[layer]
         tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
         out = module(src, tgt, record={layer})

@@ -33,9 +33,10 @@ class BertEncoder(nn.Module):
         record: bool | set[int] = False,  # True, or the layers whose every stage to keep
         hidden: bool = False,  # keep the L+1 hidden states (also kept when recording)
         ablations: dict | None = None,  # {("encoder", layer): HeadAblation}
+        upto: int | None = None,  # stop after this layer (LayerStack.forward)
     ) -> StackOutput:
         mask = None
         if attention_mask is not None and not bool(attention_mask.all()):
             mask = attention_mask.bool()[:, None, None, :]  # (b, 1, 1, n): True = may attend
         abl = stack_ablations(ablations, {"self": "encoder"}, len(self.encoder.layers))
-        return self.encoder(self.embed(ids, type_ids), mask, record=record, hidden=hidden, ablations=abl)
+        return self.encoder(self.embed(ids, type_ids), mask, record=record, hidden=hidden, ablations=abl, upto=upto)

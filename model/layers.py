@@ -119,15 +119,16 @@ class LayerStack(nn.Module):
         self.layers = nn.ModuleList(self.layer_cls(config) for _ in range(n_layers))
 
     def forward(self, x, *args, record: bool | set[int] = False, hidden: bool = False,
-                ablations: dict[int, dict[str, HeadAblation]] | None = None) -> StackOutput:
+                ablations: dict[int, dict[str, HeadAblation]] | None = None, upto: int | None = None) -> StackOutput:
         """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
         input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
-        ablations: {layer: {"self" | "cross": HeadAblation}}."""
+        ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
+        only the layers below it; the output is then that layer's, not the stack's)."""
         out = StackOutput(hidden=x)
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
-        for i, layer in enumerate(self.layers):
+        for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
             x, attn = layer(x, *args, record=want, ablation=(ablations or {}).get(i))
             out.self_attention.append(attn["self"].weights)

@@ -52,12 +52,13 @@ class Transformer(nn.Module):
         nn.init.normal_(self.src_embed.token.weight, std=self.config.d_model**-0.5)
 
     def encode(self, src: torch.Tensor, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None):
+               ablations: dict | None = None, upto: int | None = None):
         """src (b, m) -> (StackOutput with hidden (b, m, d), src_mask (b, 1, 1, m)).
-        ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here)."""
+        ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here). upto: LayerStack.forward."""
         src_mask = padding_mask(src, self.config.pad_id)
         abl = stack_ablations(ablations, {"self": "encoder"}, len(self.encoder.layers))
-        return self.encoder(self.src_embed(src), src_mask, record=record, hidden=hidden, ablations=abl), src_mask
+        return self.encoder(self.src_embed(src), src_mask, record=record, hidden=hidden, ablations=abl,
+                            upto=upto), src_mask
 
     def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
                ablations: dict | None = None):

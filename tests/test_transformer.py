@@ -205,3 +205,20 @@ def test_next_logits_is_the_generator_and_follows_its_weight():
         torch.testing.assert_close(model.next_logits(h), model.generator(h), atol=1e-5, rtol=1e-5)
         model.generator.bias.add_(1.0)
         torch.testing.assert_close(model.next_logits(h), model.generator(h), atol=1e-5, rtol=1e-5)
+
+
+def test_stack_upto_stops_after_the_layer_with_the_same_record():
+    """LayerStack.forward(upto=L): the layers above L are not run; layer L's record and output are those of the
+    full pass (Step by step and the Mask lab record one layer this way)."""
+    torch.manual_seed(0)
+    model = Transformer(PRESETS["tiny"]).eval()
+    src = torch.tensor([[3, 4, 5, 6, 0]])
+    with torch.inference_mode():
+        full, _ = model.encode(src, record=True)
+        for layer in range(len(model.encoder.layers)):
+            part, _ = model.encode(src, record={layer}, upto=layer)
+            assert len(part.self_attention) == layer + 1 and set(part.records) == {layer}
+            torch.testing.assert_close(part.hidden, full.hidden_states[layer + 1], atol=0, rtol=0)
+            a, b = part.records[layer]["self"], full.records[layer]["self"]
+            torch.testing.assert_close(a.weights, b.weights, atol=0, rtol=0)
+            torch.testing.assert_close(a.record["stages"].scores, b.record["stages"].scores, atol=0, rtol=0)

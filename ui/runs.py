@@ -77,7 +77,7 @@ def vocab_output(name: str, device: str, text: str, k: int = 5) -> dict:
 
 def padded_run(name: str, device: str, first: str, second: str, layer: int) -> masks.PaddedRun:
     return cached(("padded", name, device, first, second, layer),
-                  lambda: masks.padded_run(get_model(name, device), [first, second], layers={layer}),
+                  lambda: masks.padded_run(get_model(name, device), [first, second], layers={layer}, upto=layer),
                   msg("cache.padded_batch"))
 
 

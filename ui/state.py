@@ -85,15 +85,22 @@ class View:
 
 def available_models() -> list[str]:
     """Registered models whose loader module exists (a model being built elsewhere may not exist yet)."""
+    return list(_loadable(tuple(list_models())))
+
+
+@functools.lru_cache(maxsize=16)
+def _loadable(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Once per process and list of names: importlib's module search walks sys.path on the disk, and the sidebar
+    asks on every script run."""
     out = []
-    for name in list_models():
+    for name in names:
         mod = get_spec(name).loader.split(":")[0]
         try:
             if importlib.util.find_spec(mod) is not None:
                 out.append(name)
         except (ImportError, ValueError):
             pass
-    return out
+    return tuple(out)
 
 
 def device_choices() -> list[str]:

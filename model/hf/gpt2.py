@@ -84,13 +84,16 @@ class GPT2(nn.Module):
             self.lm_head.weight = self.embed.token.weight
 
     def forward(self, ids: torch.Tensor, *, record: bool | set[int] = False, hidden: bool = False,
-                ablations: dict | None = None, last_only: bool = False) -> DecoderOnlyOutput:
+                ablations: dict | None = None, last_only: bool = False, upto: int | None = None) -> DecoderOnlyOutput:
         """ids (b, n) -> logits (b, n, V) and every attention. ablations: {("decoder_self", layer): HeadAblation}.
         last_only: logits of the last position only, (b, 1, V): the output matrix is a third of GPT-2's
-        work at 128 tokens, and the next token needs one row."""
+        work at 128 tokens, and the next token needs one row. upto: stop after that layer, for its record (no
+        logits: logits and final are None)."""
         mask = causal_mask(ids.shape[1], ids.device)[None, None]  # (1, 1, n, n)
         abl = stack_ablations(ablations, {"self": "decoder_self"}, len(self.blocks.layers))
-        out = self.blocks(self.embed(ids), mask, record=record, hidden=hidden, ablations=abl)
+        out = self.blocks(self.embed(ids), mask, record=record, hidden=hidden, ablations=abl, upto=upto)
+        if upto is not None:
+            return DecoderOnlyOutput(None, out, None, mask)
         final = self.ln_f(out.hidden)
         return DecoderOnlyOutput(self.lm_head(final[:, -1:] if last_only else final), out, final, mask)
 

@@ -185,7 +185,7 @@ def sidebar(page: str = "") -> View:
     if not spec.trained:
         sb.caption(":material/warning: " + t("sidebar.untrained", lang))
 
-    if text.strip():
+    if text.strip() and page not in OWN_MODEL_PAGES:  # a page with its own model does not read the sidebar's trace
         try:
             view.trace = cache.get_trace(model_name, device, text)
         except HeadlightError as exc:

@@ -7,7 +7,12 @@ Starts `streamlit run app.py` once, warms it, then measures in the page's own cl
 3. page switch: click each other page's link in the sidebar navigation; time to idle on that page;
 4. open a 14-token link in a fresh browser context (cold browser cache, warm server): navigation start to idle,
    with the static bytes (HTTP) and the app's WebSocket bytes;
-5. the 512-token explorer link in a fresh context: WebSocket bytes and data -> drawn (last message -> idle).
+5. the 512-token explorer link in a fresh context: WebSocket bytes and data -> drawn (last message -> idle);
+6. every page in the menu's order, from the page before it, 3+ rounds, on two clocks: the page's (as in 3) and a
+   Playwright script's (click() called -> wait_for_function sees the page's URL and title, no run indicator, every
+   chart drawn), with the click's own lag and the detection lag between them;
+7. first visit in a fresh context, side by side: this app's 14-token link and bench/minimal_app.py (one plotly
+   heatmap), interleaved, and the ratio of the medians.
 
 Idle: the Streamlit run of the action has finished (its script_finished message arrived), the status widget does
 not say "running", no WebSocket message for 100 ms, no stale element, and every Plotly chart has its .main-svg and
@@ -54,6 +59,16 @@ SENTENCES = [
 ]
 PAGES = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("steps", "Step by step"),
          ("seq2seq", "Encoder-decoder decoding")]
+# scenario 6: every page in the menu's order, from the page before it (the explorer after the tour)
+CYCLE = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("steps", "Step by step"),
+         ("seq2seq", "Encoder-decoder decoding"), ("heads", "Head lab"), ("tour", "Guided tour"),
+         ("", "Attention explorer")]
+# the script's own view of "switched and done", as a Playwright script without the page's instruments sees it:
+# the URL is the page's, its title is shown, the status widget does not say running, every chart is drawn, nothing
+# is stale
+SEEN_DONE = r"""([path, h1]) => location.pathname.replace(/\/$/, '') === path && !window.__hl.running()
+  && Array.from(document.querySelectorAll('[data-testid="stMain"] h1'), (e) => e.textContent).some((x) => x.includes(h1))
+  && window.__hl.drawn() && !window.__hl.stale()"""
 LONG = " ".join(["the animal didn't cross the street because it was tired"] * 60)  # > 512 tokens: truncated
 TIMEOUT_MS = 120_000
 EXTRA: dict[str, str] = {}  # query parameters on every link (--gpt2: the registered folder's model name)
@@ -113,9 +128,11 @@ INIT = r"""
     const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
     for (const c of charts) if (!c.querySelector('.main-svg')) return false;
     for (const im of document.querySelectorAll('[data-testid="stImage"] img')) if (!im.complete) return false;
-    return charts.length + document.querySelectorAll('[data-testid="stImage"] img').length > 0;
+    return true;
   };
+  const anyDrawn = () => document.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stImage"] img').length > 0;
   const stale = () => !!document.querySelector('[data-stale="true"]');
+  hl.drawn = drawn; hl.running = running; hl.stale = stale;  // for the script-side clock of scenario 6
   const chartText = (sel) => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] ' + sel),
                                         (e) => e.textContent).join('|');
   const TARGETS = {
@@ -123,7 +140,7 @@ INIT = r"""
     title: (t) => chartText('.gtitle').split('|').some((x) => x.trim().endsWith(t)),
     page: ([path, h1]) => location.pathname.replace(/\/$/, '').endsWith(path) &&
       Array.from(document.querySelectorAll('[data-testid="stMain"] h1'), (e) => e.textContent).some((x) => x.includes(h1)),
-    any: () => true,
+    any: () => anyDrawn(),  // a page opened by a link: something is drawn (pages of the cycle may have no chart)
   };
   // start watching: res.first = first time the target holds with every chart drawn; res.idle = start of the quiet
   // window after the run's script_finished (from = index into hl.rx of the first message that may count)
@@ -350,6 +367,39 @@ def page_switch(browser, base: str, repeats: int) -> dict[str, list[dict]]:
     return out
 
 
+def go_two_clocks(page, path: str, h1: str) -> dict:
+    """One switch measured twice: the page's clock (pointerdown -> start of the quiet window, as in scenario 3) and
+    the script's (before Playwright's click() -> its wait_for_function on SEEN_DONE returns, polled every
+    animation frame), with where the two differ: the click's own lag (click() called -> pointerdown in the page)
+    and the detection lag (the quiet window's start -> the script sees it)."""
+    link = page.locator(f'[data-testid="stSidebarNavLink"][href$="/{path}"]')
+    link.wait_for()
+    origin = page.evaluate("performance.timeOrigin")  # ms since the epoch, the page clock's zero
+    watch(page, "page", [f"/{path}" if path else "", h1], "pointer")
+    t0 = time.time()
+    link.click()
+    page.wait_for_function(SEEN_DONE, arg=[f"/{path}" if path else "", h1], timeout=TIMEOUT_MS, polling="raf")
+    t1 = time.time()
+    r = result(page)
+    action_epoch = (origin + page.evaluate("window.__hl.action")) / 1000
+    idle_epoch = action_epoch + r["idle_s"]
+    r["script_s"] = t1 - t0
+    r["click_lag_s"] = action_epoch - t0
+    r["seen_lag_s"] = t1 - idle_epoch  # negative: the script saw "done" before the page's quiet window began
+    return r
+
+
+def page_cycle(browser, base: str, rounds: int) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    with app_page(browser, f"{base}/?{query(text=DEFAULT)}") as page:
+        for path, h1 in CYCLE:  # warm-up round: every page once
+            go(page, path, h1, measured=False)
+        for _ in range(rounds):
+            for path, h1 in CYCLE:
+                out.setdefault(path, []).append(go_two_clocks(page, path, h1))
+    return out
+
+
 def open_link(browser, url: str) -> dict:
     """A fresh context (cold HTTP cache), navigation start -> idle, with static and WebSocket bytes."""
     context = browser.new_context(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
@@ -395,6 +445,8 @@ def run(repeats: int, env: dict | None = None) -> str:
             "| page saw script_finished -> idle |",
             "|---|---|---|---|---|---|---|---|---|"]
     loads: list[str] = []
+    cyc = ["| to page | page clock: pointerdown -> idle | script clock: click() -> seen done | click() -> pointerdown "
+           "| idle -> seen by the script | server run | main-thread long tasks |", "|---|---|---|---|---|---|---|"]
 
     def row(name: str, what: str, rows: list[dict], key: str, target: float | None, unit: str = "s") -> None:
         vals = [r[key] for r in rows]
@@ -438,6 +490,15 @@ def run(repeats: int, env: dict | None = None) -> str:
                 row(f"3. explorer -> {h1}", "idle", switched[path], "idle_s", 0.6)
                 drow(f"3. -> {h1}", switched[path])
 
+            cycle = page_cycle(browser, base, max(3, repeats))
+            loads.append(load())
+            for path, h1 in CYCLE:
+                row(f"6. page cycle -> {h1}", "idle, page clock", cycle[path], "idle_s", 0.5)
+                row(f"6. page cycle -> {h1}", "click() -> seen done, script clock", cycle[path], "script_s", None)
+                cyc.append(f"| {h1} | {med(cycle[path], 'idle_s'):.2f} s | {med(cycle[path], 'script_s'):.2f} s "
+                           f"| {med(cycle[path], 'click_lag_s'):.2f} s | {med(cycle[path], 'seen_lag_s'):+.2f} s "
+                           f"| {med(cycle[path], 'server_net_s'):.2f} s | {med(cycle[path], 'longtask_s'):.2f} s |")
+
             rows = fresh_open(browser, base, DEFAULT, repeats)
             loads.append(load())
             row("4. open link, fresh browser, 14 tokens", "open -> every chart drawn", rows, "idle_s", 2.5)
@@ -446,6 +507,27 @@ def run(repeats: int, env: dict | None = None) -> str:
             drow("4. open link (14 tokens)", rows)
             static_end = med(rows, "static_end_s")
             resources = rows[-1]["resources"]
+
+            # 7. first visit, side by side with the floor: a minimal Streamlit app drawing one plotly heatmap
+            # (bench/minimal_app.py, same server options), each open in a fresh context, interleaved
+            url = f"{base}/?{query(text=DEFAULT, layer=2, head=5)}"
+            with serve_app(app="bench/minimal_app.py") as mbase:
+                open_link(browser, f"{mbase}/")  # warm-up of that server
+                pairs = [(open_link(browser, url), open_link(browser, f"{mbase}/")) for _ in range(repeats)]
+            loads.append(load())
+            ours, floor = [a for a, _ in pairs], [b for _, b in pairs]
+            row("7. first visit, fresh browser: this app (14 tokens)", "open -> every chart drawn", ours, "idle_s",
+                None)
+            row("7. first visit, fresh browser: minimal Streamlit + plotly app", "open -> its chart drawn", floor,
+                "idle_s", None)
+            ratio = med(ours, "idle_s") / med(floor, "idle_s")
+            table.append(f"| 7. first visit: this app / minimal app | ratio of the medians | {ratio:.2f}x | "
+                         f"{min(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f}-"
+                         f"{max(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f} | ≤ 1.1x | "
+                         f"{'met' if ratio <= 1.1 else 'missed'} |")
+            print(table[-1], flush=True)
+            drow("7. first visit, this app", ours)
+            drow("7. first visit, minimal app", floor)
 
             rows = fresh_open(browser, base, LONG, repeats)
             loads.append(load())
@@ -461,6 +543,10 @@ def run(repeats: int, env: dict | None = None) -> str:
             f"once; load averages (1, 5, 15 min) after each scenario: {'; '.join(loads)}\n")
     out += "\nWhere the time goes (medians; times from the user action, or from navigation start for 4 and 5):\n\n"
     out += "\n".join(diag) + "\n"
+    out += ("\nScenario 6, every page in the menu's order from the one before it, two clocks (medians): the page's own "
+            "(pointerdown -> the start of the 100 ms quiet window) and a Playwright script's (click() called -> "
+            "wait_for_function sees the URL, no run indicator, every chart drawn, nothing stale):\n\n")
+    out += "\n".join(cyc) + "\n"
     if resources:
         biggest = sorted(resources, key=lambda e: -e[1])[:8]
         out += f"\nStatic files of one cold open (last one finished {static_end:.2f} s after navigation start):\n\n"

@@ -41,10 +41,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(timeout: float = 90.0, env: dict | None = None):
-    """Yield the base URL of a running `streamlit run app.py`; stop it afterwards."""
+def serve_app(timeout: float = 90.0, env: dict | None = None, app: str = "app.py"):
+    """Yield the base URL of a running `streamlit run app.py` (or another script under the root); stop it
+    afterwards."""
     port = free_port()
-    cmd = [sys.executable, "-m", "ui.door", "run", str(ROOT / "app.py"), "--server.headless", "true",
+    cmd = [sys.executable, "-m", "ui.door", "run", str(ROOT / app), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

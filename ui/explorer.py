@@ -286,8 +286,9 @@ def next_token_panel(view: View) -> None:
     if not steps:
         st.caption(t("ex.next.none_yet", lg))
         return
-    st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **"
-                + md_escape(view.model.tokenizer.decode([s.choice.id for s in steps])) + "**")
+    # ids the tokenizer cannot spell (an embedding larger than the vocabulary) show as [id], as in the table
+    said = view.model.tokenizer.decode([s.choice.id for s in steps]).strip() or " ".join(s.choice.token for s in steps)
+    st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **" + md_escape(said) + "**")
     rows = [{"step": i + 1, "token": s.choice.token, "probability": round(s.choice.prob, 4),
              "alternatives": ", ".join(f"{c.token} {c.prob:.2f}" for c in s.top[1:])} for i, s in enumerate(steps)]
     st.dataframe(rename_columns(rows, lg), hide_index=True, key="ex_next_table")

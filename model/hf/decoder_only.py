@@ -82,7 +82,7 @@ class DecoderOnlyModel(LoadedModel):
         """logits (V,) -> the k most probable next tokens."""
         probs = logits.float().softmax(-1)
         p, i = probs.topk(max(1, min(k, probs.shape[0])))
-        return [TokenChoice(self.tokenizer.id_to_token(int(j)) or "", int(j), float(q)) for q, j in zip(p, i)]
+        return [TokenChoice(self.tokenizer.id_to_token(int(j)) or f"[{int(j)}]", int(j), float(q)) for q, j in zip(p, i)]
 
     def next_token_distribution(self, text: str, top_k: int = 10) -> list[TokenChoice]:
         """The top_k most probable tokens after `text`, with their probabilities."""

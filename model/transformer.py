@@ -28,6 +28,7 @@ class Seq2SeqOutput:
 
 
 class Transformer(nn.Module):
+    _generator_t: tuple | None = None  # ((data_ptr, version) of the generator weight, its (d, V) copy): next_logits
     def __init__(self, config: TransformerConfig):
         super().__init__()
         if not config.is_encoder_decoder:
@@ -41,7 +42,6 @@ class Transformer(nn.Module):
         if config.tie_embeddings:  # paper 3.4: one matrix for both embeddings and the pre-softmax linear
             self.tgt_embed.token.weight = self.src_embed.token.weight
             self.generator.weight = self.src_embed.token.weight
-        self._generator_t: tuple | None = None  # ((data_ptr, version) of the weight, its (d, V) copy)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -53,7 +53,6 @@ class HFSeq2Seq(Transformer):
         self.encoder = Encoder(config, config.n_encoder_layers)
         self.decoder = Decoder(config, config.n_decoder_layers)
         self.generator = nn.Linear(config.d_model, config.vocab_size)  # bias = final_logits_bias
-        self._generator_t = None  # see Transformer.next_logits
         self.tgt_embed.token.weight = self.src_embed.token.weight
         if config.tie_embeddings:
             self.generator.weight = self.src_embed.token.weight

@@ -1,7 +1,8 @@
 """The paper's two ways of running a decoder (Vaswani et al. 2017, sections 3.1, 5), step by step:
 
 - **greedy decoding** (inference): start from [<bos>]; at step t the decoder reads the t tokens so far and the most
-  probable next token is fed back in. The model decodes (model.transformer.Transformer.greedy_decode); then one
+  probable next token is fed back in. The model decodes (model.transformer.Transformer.greedy_decode; a task's
+  answer is checked first as a draft, which changes how fast the output comes, never what it is); then one
   recorded forward over the decoder inputs gives every step at once: because of the look-ahead mask, row t of that
   pass is exactly what decoding step t computed (a test checks it against a pass per step);
 - **teacher forcing** (training): the whole shifted correct target [<bos>, y_1 .. y_n] in one pass; row t is what
@@ -73,19 +74,26 @@ def _source(loaded, text: str, task: str | None):
     return loaded.encode_source(text, task=task) if task is not None else loaded.encode_source(text)
 
 
-def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mode: str, expected: list[str],
-         ablations=None) -> DecodingRun:
-    """One forward over the decoder inputs (T,); step t is row t-1 of every matrix."""
-    tok = loaded.tokenizer.id_to_token
+def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
+    """One recorded forward over the decoder inputs (T,): attention maps, top-k and the argmax of every row."""
     with torch.inference_mode():
         out = loaded.module(torch.tensor([enc.ids], device=loaded.device),
                             torch.tensor([dec_in], device=loaded.device), ablations=ablations)
         logits = out.logits[0].float()  # (T, V)
         top_l, top_i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (T, k): the softmax keeps the order
         top_p = (top_l - logits.logsumexp(-1, keepdim=True)).exp()  # their probabilities, no (T, V) softmax
-    self_att = to_numpy(torch.stack(out.decoder.self_attention)[:, 0])  # (L, h, T, T)
-    cross = to_numpy(torch.stack(out.decoder.cross_attention)[:, 0])  # (L, h, T, m)
-    top_p, top_i = to_numpy(top_p), top_i.tolist()
+        argmax = logits.argmax(-1)  # (T,) greedy's choice after each prefix (argmax, as the decoding loop takes it)
+    return {"self": to_numpy(torch.stack(out.decoder.self_attention)[:, 0]),  # (L, h, T, T)
+            "cross": to_numpy(torch.stack(out.decoder.cross_attention)[:, 0]),  # (L, h, T, m)
+            "top_p": to_numpy(top_p), "top_i": top_i.tolist(), "argmax": argmax.tolist()}
+
+
+def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mode: str, expected: list[str],
+         ablations=None, fwd: dict | None = None) -> DecodingRun:
+    """Step t is row t-1 of every matrix of one forward over the decoder inputs (T,)."""
+    tok = loaded.tokenizer.id_to_token
+    fwd = fwd or _forward(loaded, enc, dec_in, ablations)
+    self_att, cross, top_p, top_i = fwd["self"], fwd["cross"], fwd["top_p"], fwd["top_i"]
     steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]], self_attention=self_att[:, :, : t + 1, : t + 1],
                        cross_row=cross[:, :, t], top_tokens=[tok(i) for i in top_i[t]], top_probs=top_p[t],
                        chosen=chosen[t]) for t in range(len(dec_in)))
@@ -96,13 +104,29 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
 def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None = None, *,
                ablations=None) -> DecodingRun:
     """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass.
-    task: seq2seq-tiny's task (its expected answer is kept); None for a model without tasks."""
+    task: seq2seq-tiny's task (its expected answer is kept); None for a model without tasks.
+
+    With a task, its answer is first checked as a draft: the recorded pass over [<bos>, answer...] is what greedy
+    decoding would read if it emitted the answer, so when every row's argmax is the answer's next token (and <eos>
+    comes only at the end, within the step limit), that pass is the greedy run, and the loop is not needed. Where
+    the model disagrees, the agreed prefix and the model's own token there are handed to the loop as its draft, and
+    it decodes on from that point. Either way the output is the loop's (tests/test_draft_decoding.py)."""
     enc = _source(loaded, text, task)
-    kw = {"ablations": ablations} if ablations else {}
-    ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     tok = loaded.tokenizer.id_to_token
-    dec_in = ys[:-1]
     expected = expected_tokens(loaded, enc, task) if task is not None else []
+    kw = {"ablations": ablations} if ablations else {}
+    if task is not None:
+        draft = [*apply_task(task, enc.ids[1:-1]), loaded.eos_id]  # (k,) the answer, <eos> last
+        dec_in = [loaded.bos_id, *draft[:-1]]
+        fwd = _forward(loaded, enc, dec_in, ablations)
+        pred = fwd["argmax"]
+        agreed = next((t for t, (p, d) in enumerate(zip(pred, draft)) if p != d), len(draft))
+        if (agreed == len(draft) and loaded.eos_id not in draft[:-1]
+                and len(draft) <= loaded.step_limit(enc.ids, max_steps)):
+            return _run(loaded, enc, dec_in, [tok(i) for i in draft], task, "greedy", expected, fwd=fwd)
+        kw["draft"] = [*draft[:agreed], pred[agreed]] if agreed < len(draft) else draft
+    ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
+    dec_in = ys[:-1]
     return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected, ablations)
 
 

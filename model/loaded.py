@@ -164,13 +164,19 @@ class Seq2SeqModel(LoadedModel):
     def source_embedding(self):
         return self.module.src_embed
 
+    def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
+        """How many tokens greedy decoding may emit: never past the model's positions, whatever the caller (a URL
+        parameter, say) asked for."""
+        return min(max_new_tokens or self.max_new_tokens, self.config.max_positions - 1)
+
     def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *,
-                   ablations: dict | None = None) -> list[int]:
-        """Greedy decoding: [bos, y1, ..., (eos)]"""
-        # never past the model's positions, whatever the caller (a URL parameter, say) asked for
-        limit = min(max_new_tokens or self.max_new_tokens, self.config.max_positions - 1)
+                   ablations: dict | None = None, draft: list[int] | None = None) -> list[int]:
+        """Greedy decoding: [bos, y1, ..., (eos)]. draft: a guess of the output that can only make it faster
+        (Transformer.greedy_decode)."""
+        limit = self.step_limit(src_ids, max_new_tokens)
         with torch.inference_mode():
-            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations)
+            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations,
+                                           draft=draft)
         return ys[0].tolist()
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,

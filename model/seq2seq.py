@@ -111,10 +111,9 @@ class Seq2SeqTiny(Seq2SeqModel):
         """The words of `text` that this model's tokenizer turns into `<unk>` (see `unknown_words`)."""
         return unknown_words(text, self.encode_source(text, task="copy"))
 
-    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, **kw) -> list[int]:
+    def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
         # outputs are as long as the input: a few spare steps, never past the positions
-        limit = max_new_tokens or len(src_ids) + 4
-        return super().decode_ids(src_ids, min(limit, self.config.max_positions - 1), **kw)
+        return min(max_new_tokens or len(src_ids) + 4, self.config.max_positions - 1)
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
               max_new_tokens: int | None = None, task: str | None = None, **kw):

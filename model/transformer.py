@@ -92,21 +92,46 @@ class Transformer(nn.Module):
 
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, *,
-                      ablations: dict | None = None) -> torch.Tensor:
+                      ablations: dict | None = None, draft: list[int] | None = None) -> torch.Tensor:
         """The paper's inference: feed each output back in, one token at a time (batched).
 
         src (b, m) -> (b, <= max_len + 1), starting with <bos>; rows that emitted <eos> are padded; stops when
-        every row has emitted <eos>."""
+        every row has emitted <eos>.
+
+        draft (one source row only): a guess of the output, e.g. a copy task's known answer. It changes how fast the
+        answer comes, never what it is: one decoder pass over [<bos>, draft...] gives, at every row t, the argmax
+        greedy step t would take after the prefix [<bos>, draft_1 .. draft_t] (the look-ahead mask hides the rest).
+        The longest prefix of the draft that the model itself would have emitted is kept, plus the model's own
+        token where it first disagrees; the plain loop goes on from there. A draft the model agrees with costs one
+        pass instead of one per token."""
         enc, src_mask = self.encode(src, ablations=ablations)
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
-        for _ in range(max_len):
+        if draft and b == 1 and max_len > 0:
+            ys, done = self._verify_draft(ys, enc.hidden, src_mask, draft[:max_len], eos_id, ablations)
+        for _ in range(max_len - (ys.shape[1] - 1)):
+            if done.all():
+                break
             dec, _ = self.decode(ys, enc.hidden, src_mask, ablations=ablations)
             nxt = self.next_logits(dec.hidden[:, -1]).argmax(-1)  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)
             done |= nxt == eos_id
-            if done.all():
-                break
         return ys
+
+    def _verify_draft(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, draft: list[int],
+                      eos_id: int, ablations: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """ys (1, 1) = [[bos]], draft (k,) -> (ys (1, 1 + j), done (1,)): the greedy tokens one pass can prove."""
+        d = torch.tensor([draft], dtype=torch.long, device=ys.device)  # (1, k)
+        x = torch.cat([ys, d[:, :-1]], dim=1)  # (1, k) = [bos, draft_1 .. draft_{k-1}]
+        dec, _ = self.decode(x, memory, src_mask, ablations=ablations)
+        pred = self.next_logits(dec.hidden[0]).argmax(-1)  # (k,): the greedy choice after each prefix
+        miss = (pred != d[0]).nonzero()
+        n = int(miss[0]) + 1 if len(miss) else len(draft)  # draft[:n-1] agreed; pred[n-1] is greedy's step n
+        out = pred[:n]  # == draft up to the first disagreement, then the model's own token
+        eos = (out == eos_id).nonzero()
+        if len(eos):
+            out = out[: int(eos[0]) + 1]
+        done = torch.tensor([bool(len(eos))], device=ys.device)
+        return torch.cat([ys, out[None]], dim=1), done

@@ -1,0 +1,126 @@
+"""Greedy decoding with a draft (model.transformer.Transformer.greedy_decode): the draft may only change how fast the
+output comes, never what it is. Every output is compared, token for token, with the plain one-token-per-pass loop:
+right drafts, wrong ones (at the start, in the middle, an early or missing <eos>, too long, random), ablated heads
+(the model then errs, so the draft is refused part-way), and an untrained model that refuses almost every draft."""
+
+import random
+
+import pytest
+import torch
+
+from analysis.decoding import greedy_run
+from model import load_model
+from model.attention import HeadAblation
+from model.data import TASKS, apply_task
+
+SENTENCES = [
+    "Mina left her umbrella on the bus this morning",
+    "The cat sat on the mat",
+    "a b c d e f g h i j k l m n o p",
+    "우리는 내일 아침 일찍 기차를 타고 부산에 간다",
+    "Yes.",
+    "1,200 people, 3 dogs and one very small hamster",
+    "the street was wide " * 4,
+]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("seq2seq-tiny", "cpu")
+
+
+def plain(loaded, ids, limit, ablations=None):
+    """The reference: greedy_decode without a draft (one decoder pass per token)."""
+    with torch.inference_mode():
+        src = torch.tensor([ids])
+        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, ablations=ablations)[0].tolist()
+
+
+def drafted(loaded, ids, limit, draft, ablations=None):
+    with torch.inference_mode():
+        src = torch.tensor([ids])
+        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, ablations=ablations,
+                                           draft=draft)[0].tolist()
+
+
+def wrong_drafts(answer: list[int], eos: int, vocab: int, rng: random.Random) -> list[list[int]]:
+    k = len(answer)
+    out = [answer,  # right
+           [rng.randrange(4, vocab) for _ in range(k)],  # random
+           answer[: k // 2] + [rng.randrange(4, vocab)] + answer[k // 2 + 1:],  # one token wrong in the middle
+           answer[:-1],  # no <eos>
+           answer[: max(1, k // 3)] + [eos],  # <eos> too early
+           answer + answer,  # too long
+           [eos],  # <eos> at once
+           answer[1:] + [eos]]  # shifted
+    return out
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_draft_never_changes_the_output(tiny, task):
+    rng = random.Random(0)
+    for text in SENTENCES:
+        enc = tiny.encode_source(text, task=task)
+        limit = min(len(enc.ids) + 4, tiny.config.max_positions - 1)
+        want = plain(tiny, enc.ids, limit)
+        answer = [*apply_task(task, enc.ids[1:-1]), tiny.eos_id]
+        for draft in wrong_drafts(answer, tiny.eos_id, tiny.config.vocab_size, rng):
+            assert drafted(tiny, enc.ids, limit, draft) == want, (text, task, draft)
+        for short in (1, 2, 3):  # a step limit below the output's length
+            assert drafted(tiny, enc.ids, short, answer) == plain(tiny, enc.ids, short)
+
+
+def test_draft_under_ablation_where_the_model_errs(tiny):
+    """Ablated heads make seq2seq-tiny wrong part-way: the draft (the right answer) is then refused where the model
+    disagrees, and the loop goes on from the model's own token."""
+    text = "Mina left her umbrella on the bus this morning"
+    errs = 0
+    for layer in range(tiny.config.n_decoder_layers):
+        abl = {("cross", layer): HeadAblation(heads=tuple(range(tiny.config.n_heads)), mode="zero")}
+        for task in TASKS:
+            enc = tiny.encode_source(text, task=task)
+            limit = len(enc.ids) + 4
+            want = plain(tiny, enc.ids, limit, abl)
+            answer = [*apply_task(task, enc.ids[1:-1]), tiny.eos_id]
+            errs += want[1:] != answer
+            assert drafted(tiny, enc.ids, limit, answer, abl) == want
+    assert errs > 0  # the test did exercise refused drafts
+
+
+def test_untrained_model_refuses_drafts_and_still_decodes(paper_base):
+    ids = paper_base.encode_source("I am a student").ids
+    want = plain(paper_base, ids, 6)
+    assert drafted(paper_base, ids, 6, [5, 6, 7, 8, paper_base.eos_id]) == want
+
+
+def test_greedy_run_equals_the_loop_whether_the_answer_is_right_or_not(tiny, monkeypatch):
+    """analysis.greedy_run checks the task's answer in its recorded pass and decodes only where the model disagrees:
+    its output and every step's inputs are the plain loop's, with and without ablated heads; the loop runs only when
+    the answer was refused."""
+    calls = []
+    original = type(tiny.module).greedy_decode
+
+    def spy(self, *a, **kw):
+        calls.append(kw.get("draft"))
+        return original(self, *a, **kw)
+
+    text = "The animal didn't cross the street because it was tired"
+    cases = [None] + [{("cross", layer): HeadAblation(heads=tuple(range(tiny.config.n_heads)), mode="zero")}
+                      for layer in range(tiny.config.n_decoder_layers)]
+    refused = 0
+    for abl in cases:
+        for task in TASKS:
+            enc = tiny.encode_source(text, task=task)
+            want = plain(tiny, enc.ids, tiny.step_limit(enc.ids), abl)
+            monkeypatch.setattr(type(tiny.module), "greedy_decode", spy)
+            calls.clear()
+            run = greedy_run(tiny, text, task, ablations=abl)
+            monkeypatch.undo()
+            assert [tiny.tokenizer.token_to_id(t) for t in run.output_tokens] == want[1:]
+            assert [s.inputs for s in run.steps][-1] == [tiny.tokenizer.id_to_token(i) for i in want[:len(run.steps)]]
+            if run.correct:
+                assert calls == []  # one recorded pass, no loop
+            else:
+                refused += 1
+                assert len(calls) == 1 and calls[0]  # the loop, from the agreed prefix
+    assert refused > 0

@@ -12,6 +12,16 @@ def trace(loaded, text: str, **kw) -> AttentionTrace:
     return freeze(loaded.trace(text, intermediates=True, **kw))
 
 
+def trace_many(loaded, texts: list[str]) -> list[AttentionTrace]:
+    """trace() of each text from one padded forward (model.loaded.EncoderModel.trace_many), read-only."""
+    return [freeze(tr) for tr in loaded.trace_many(texts, intermediates=True)]
+
+
+def can_batch(loaded) -> bool:
+    """Whether the model traces several texts in one forward (the encoders: MiniLM, e5, local BERT folders)."""
+    return callable(getattr(loaded, "trace_many", None))
+
+
 def position_table(loaded, n: int):
     """(n, d) read-only: the model's learned position rows or its sinusoidal table."""
     return freeze(loaded.position_table(n))

@@ -56,6 +56,7 @@ MAX_STUDENTS = 400
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ALERT_ERROR = 1  # Alert.Format.ERROR
 TEXT_KEY = "text"  # the Sentence box's widget key (ui/state.py K_TEXT)
+STARTING_REFRESH_S = 1.0  # the starting page's reload interval (ui/door.py STARTING_REFRESH_S)
 
 _WORDS = ("the animal didn't cross the street because it was tired a dog ate the food hungry teacher student "
           "model attention head layer token river bank money sat on green small quick brown fox jumps over lazy "
@@ -194,6 +195,7 @@ class Student:
     errors: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     backends: set[str] = field(default_factory=set)
+    starting_waits: int = 0  # times the balancer's "starting" page was met (and reloaded) before the app answered
 
 
 class _Session:
@@ -312,7 +314,12 @@ async def run_student(st: Student, host: str, port: int, timeout: float, delay: 
     page_name = "" if st.page == PAGES[0] else st.page  # the default page lives at the root URL
     stage = "http"
     try:
-        status, headers = await _http_get(host, port, "/_stcore/host-config", "", timeout)
+        while True:  # a balancer whose app is still starting answers 503 with a page that reloads itself: as it does
+            status, headers = await _http_get(host, port, "/_stcore/host-config", "", timeout)
+            if status != 503 or "x-headlight-starting" not in headers or time.monotonic() - t0 > timeout:
+                break
+            st.starting_waits += 1
+            await asyncio.sleep(STARTING_REFRESH_S)
         if status != 200:
             st.errors.append(f"http {status} on /_stcore/host-config")
             return st
@@ -489,20 +496,43 @@ def _netloc(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def start_server(cmd: str, host: str, port: int, wait_s: float, log: Path) -> subprocess.Popen:
+def _health_ok(host: str, port: int) -> bool:
+    """The app answers /_stcore/health with 200 (a balancer still starting answers 503)."""
+    try:
+        with socket.create_connection((host, port), timeout=1) as sock:
+            sock.sendall(f"GET /_stcore/health HTTP/1.0\r\nHost: {_netloc(host, port)}\r\n\r\n".encode())
+            return sock.recv(64).split(b" ")[1:2] == [b"200"]
+    except (OSError, IndexError):
+        return False
+
+
+START_TIMES: list[tuple[float, float]] = []  # (port open, app ready) seconds after each --cold start
+
+
+def start_server(cmd: str, host: str, port: int, wait_s: float, log: Path, from_port: bool = False) -> subprocess.Popen:
+    """Start the server; return when its port accepts connections (from_port) or when the app answers (default)."""
     if _port_open(host, port):
         raise SystemExit(f"--cold: something already listens on {host}:{port}; stop it first")
     fh = open(log, "ab")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(cmd, shell=True, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     t0 = time.monotonic()
-    while not _port_open(host, port):
+    opened = None
+    while True:
+        if opened is None and _port_open(host, port):
+            opened = time.monotonic() - t0
+        if opened is not None and (from_port or _health_ok(host, port)):
+            break
         if proc.poll() is not None:
             raise SystemExit(f"--cold: the server command exited with {proc.returncode}; see {log}")
         if time.monotonic() - t0 > wait_s:
             stop_server(proc)
-            raise SystemExit(f"--cold: {host}:{port} did not accept connections within {wait_s:g} s; see {log}")
+            raise SystemExit(f"--cold: {host}:{port} did not answer within {wait_s:g} s; see {log}")
         time.sleep(0.05)
-    print(f"cold: port open {time.monotonic() - t0:.2f} s after start ({cmd})", file=sys.stderr)
+    ready = float("nan") if from_port else time.monotonic() - t0
+    START_TIMES.append((opened, ready))
+    print(f"cold: port open {opened:.2f} s after start"
+          + (", students sent now" if from_port else f", app ready {ready:.2f} s after start, students sent now")
+          + f" ({cmd})", file=sys.stderr)
     return proc
 
 
@@ -622,7 +652,11 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=1, help="repeat the scenario K times; report medians")
     p.add_argument("--cold", metavar="CMD", help="start the server with CMD for each run, send the students as "
                    "soon as the port accepts connections, stop it afterwards (e.g. 'make serve')")
-    p.add_argument("--cold-wait", type=float, default=120.0, help="--cold: seconds to wait for the port")
+    p.add_argument("--cold-wait", type=float, default=120.0, help="--cold: seconds to wait for the app")
+    p.add_argument("--from-port", action="store_true", help="--cold: send the students as soon as the port accepts "
+                   "connections, not when the app answers /_stcore/health (behind make serve's balancer they meet "
+                   "its starting page and reload it every second, as a browser does; their times count from their "
+                   "first request)")
     p.add_argument("--pid", type=int, help="server process whose tree is measured (default: the port's listener)")
     p.add_argument("--max-seconds", type=float, help="hard cap per run (default ramp + 2 x timeout + 30)")
     p.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
@@ -667,7 +701,7 @@ def main(argv=None) -> int:
         proc = None
         try:
             if args.cold:
-                proc = start_server(args.cold, host, port, args.cold_wait, log)
+                proc = start_server(args.cold, host, port, args.cold_wait, log, args.from_port)
                 pid = args.pid or proc.pid
             else:
                 if not _port_open(host, port):
@@ -689,6 +723,15 @@ def main(argv=None) -> int:
     if args.runs > 1:
         rows.append(median_row(results))
     print_table(rows)
+    if START_TIMES:
+        print("\nCold starts (s after the start command): "
+              + "; ".join(f"port open {o:.2f}" + ("" if r != r else f", app ready {r:.2f}") for o, r in START_TIMES)
+              + (" (students sent when the port opened)" if args.from_port else " (students sent when the app was "
+                                                                                  "ready)"))
+    waited = [s.starting_waits for r in results for s in r.students if s.starting_waits]
+    if waited:
+        print(f"Students who met the starting page: {len(waited)} (reloads: median {statistics.median(waited):g}, "
+              f"max {max(waited)})")
     if per_page:
         print_cpu_table(per_page)
     print_errors(results)

@@ -3,12 +3,15 @@
 #
 #   deploy/serve.sh [--procs N] [--port 8501] [--base-port 8601] [--warm]      (make serve)
 #
-# Starts N Streamlit processes of app.py (default: the number of CPU cores) on 127.0.0.1:BASE.. (headless, no
-# file watcher, one torch thread each), waits until each answers /_stcore/health, then starts HAProxy on
-# 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie stickiness
-# (deploy/haproxy.cfg). --warm first runs the app once in every process (models loaded, figure stack imported)
-# before the port opens, like a readiness probe. Ctrl-C / TERM stops everything it started; if any process
-# dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new /tmp/headlight-serve.* folder).
+# Starts HAProxy on 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie
+# stickiness (deploy/haproxy.cfg) and N Streamlit processes of app.py (default: the number of CPU cores) on
+# 127.0.0.1:BASE.. (headless, no file watcher, one torch thread each); each joins the balancer when it answers
+# /_stcore/health. HAProxy answers at once: until the app processes are ready (each imports its modules and
+# loads its models before it serves, ui/preload.py), a browser gets a page that reloads itself every second, in its
+# language, instead of a refused connection. --warm also runs every page once in each process before they are marked
+# ready (measured: no faster for a lecture hall, ~1 s later ready). Ctrl-C / TERM stops everything it
+# started; if any process dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new
+# /tmp/headlight-serve.* folder).
 #
 # Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
 # PY (the Python with Streamlit, default .venv/bin/python).
@@ -30,6 +33,7 @@ while [[ $# -gt 0 ]]; do
         -p|--port) PORT="$2"; shift 2 ;;
         -b|--base-port) BASE="$2"; shift 2 ;;
         --warm) WARM=1; shift ;;
+        --no-warm) WARM=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "serve.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -76,41 +80,63 @@ trap 'exit 143' TERM
 export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -c 'import secrets; print(secrets.token_hex(32))')}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLIGHT_TORCH_THREADS:-1}"
 
+# The balancer first, so the port answers at once: until an app process is marked ready (after its warm-up), every
+# request gets a page that reloads itself ("Headlight is starting", in the browser's language) instead of a refused
+# connection. The processes are listed in maintenance and enabled through HAProxy's admin socket.
+export HEADLIGHT_RUN_DIR="$RUN_DIR"
+for lang in en ko; do "$PY" -m ui.door starting-page "$lang" >"$RUN_DIR/starting.$lang.html"; done
 SERVERS=""
+for i in $(seq 1 "$PROCS"); do
+    SERVERS+="    server app$i 127.0.0.1:$((BASE + i - 1)) cookie app$i disabled"$'\n'
+done
+{ cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
+HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
+
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
     "$PY" -m ui.door run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
         >"$RUN_DIR/app$i.log" 2>&1 &
     PIDS+=($!)
-    SERVERS+="    server app$i 127.0.0.1:$port cookie app$i"$'\n'
 done
-echo "serve.sh: $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)), waiting for /_stcore/health" >&2
+HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
+PIDS+=($!)
+echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)) are loading" >&2
 
 deadline=$((SECONDS + READY_S))
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
     until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_stcore/health" 2>/dev/null; do
         for p in "${PIDS[@]}"; do
-            kill -0 "$p" 2>/dev/null || { echo "serve.sh: an app process exited; see $RUN_DIR/app*.log" >&2; exit 1; }
+            kill -0 "$p" 2>/dev/null || { echo "serve.sh: a process exited; see $RUN_DIR/*.log" >&2; exit 1; }
         done
         (( SECONDS < deadline )) || { echo "serve.sh: app on port $port not healthy after ${READY_S} s" >&2; exit 1; }
-        sleep 0.2
+        sleep 0.1
     done
 done
 
 if [[ $WARM -eq 1 ]]; then
-    for i in $(seq 1 "$PROCS"); do
-        "$PY" bench/loadtest.py --url "http://127.0.0.1:$((BASE + i - 1))" --students 1 --ramp 0 --timeout 120 \
-            >"$RUN_DIR/warm$i.log" 2>&1 || echo "serve.sh: warm-up of app$i reported errors ($RUN_DIR/warm$i.log)" >&2
+    WARM_PIDS=()
+    for i in $(seq 1 "$PROCS"); do  # one student per page, in every process at once
+        "$PY" bench/loadtest.py --url "http://127.0.0.1:$((BASE + i - 1))" --students 7 --pages all --ramp 0.5 \
+            --timeout 120 --cpu-per-page 0 >"$RUN_DIR/warm$i.log" 2>&1 &
+        WARM_PIDS+=($!)
+    done
+    for i in "${!WARM_PIDS[@]}"; do
+        wait "${WARM_PIDS[$i]}" || echo "serve.sh: warm-up of app$((i + 1)) reported errors ($RUN_DIR/warm$((i + 1)).log)" >&2
     done
 fi
 
-{ cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
-HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
-HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
-PIDS+=($!)
-echo "serve.sh: Headlight on http://$BIND ($PROCS processes behind HAProxy); Ctrl-C stops it" >&2
+haproxy_admin() {  # one command on HAProxy's admin socket
+    "$PY" -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+print(s.recv(4096).decode().strip() or "", end="")' "$RUN_DIR/haproxy.sock" "$1"
+}
+for i in $(seq 1 "$PROCS"); do
+    out="$(haproxy_admin "set server headlight_apps/app$i state ready")$(haproxy_admin "set server headlight_apps/app$i health up")"
+    [[ -z "$out" ]] || echo "serve.sh: HAProxy said: $out" >&2
+done
+echo "serve.sh: Headlight ready on http://$BIND ($PROCS processes behind HAProxy$([[ $WARM -eq 1 ]] && echo ", warmed up")); Ctrl-C stops it" >&2
 
 # Stop with the parent too (`make serve` stopped by a TERM to make alone would otherwise leave us running).
 PARENT=$PPID

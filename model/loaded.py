@@ -132,15 +132,41 @@ class EncoderModel(LoadedModel):
         with torch.inference_mode():
             out = self.module(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
                               ablations=ablations)
+        return self._trace_row(text, enc, out, 0, intermediates, pair)
+
+    def trace_many(self, texts: list[str], *, intermediates: bool = False) -> list[AttentionTrace]:
+        """The traces of several texts from one padded forward (b, n_max): each text's rows and key columns are
+        its own, the padding keys masked out, so every trace equals `trace(text)` up to float rounding (the
+        products run in other block shapes; tests/test_trace_many.py). One forward for many short texts costs
+        less than one each: 8 sentences of 19 tokens take ~3 ms each instead of ~6."""
+        for text in texts:
+            check_text(text)
+        encs = [self.tokenizer.encode(text) for text in texts]
+        n = max(len(e.ids) for e in encs)
+        ids = torch.full((len(encs), n), self.config.pad_id, dtype=torch.long)
+        type_ids = torch.zeros((len(encs), n), dtype=torch.long)
+        keep = torch.zeros((len(encs), n), dtype=torch.bool)
+        for i, e in enumerate(encs):
+            ids[i, : len(e.ids)] = torch.tensor(e.ids)
+            type_ids[i, : len(e.ids)] = torch.tensor(e.type_ids)
+            keep[i, : len(e.ids)] = True
+        with torch.inference_mode():
+            out = self.module(ids.to(self.device), type_ids.to(self.device), keep.to(self.device),
+                              hidden=intermediates)
+        return [self._trace_row(text, e, out, i, intermediates) for i, (text, e) in enumerate(zip(texts, encs))]
+
+    def _trace_row(self, text: str, enc: Encoded, out, row: int, intermediates: bool,
+                   pair: str | None = None) -> AttentionTrace:
+        """Row `row` of a (possibly padded) forward as the trace of `text`: its n tokens, n x n of each map."""
         n = len(enc.ids)
         return AttentionTrace(
             model=self.name, text=text,
             source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
             source_word_ids=enc.word_ids, source_offsets=enc.offsets,
-            encoder_attention=_stack(out.self_attention),
+            encoder_attention=_np(torch.stack([a[row, :, :n, :n] for a in out.self_attention])),  # (L, h, n, n)
             masks={"source_padding": np.ones(n, dtype=bool)},
             truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
-            encoder_hidden_states=_np(torch.stack([h[0] for h in out.hidden_states])) if intermediates else None,
+            encoder_hidden_states=_np(torch.stack([h[row, :n] for h in out.hidden_states])) if intermediates else None,
             meta={**self._meta(), **({"pair": pair} if pair else {})},
         )
 

@@ -57,3 +57,33 @@ def test_middleware_answers_a_long_link_with_the_door_page():
     sent.clear()
     asyncio.run(run(b"text=" + b"a" * 4_000))
     assert not sent and called == ["/"]
+
+
+def test_starting_page_both_languages_reloads_itself():
+    import subprocess
+    import sys
+
+    from ui.door import STARTING_REFRESH_S, starting_page
+
+    ko = starting_page("ko").decode()
+    en = starting_page("en").decode()
+    assert ko.index("시작하는 중") < ko.index("is starting") and en.index("is starting") < en.index("시작하는 중")
+    for page in (ko, en):
+        assert f'<meta http-equiv="refresh" content="{STARTING_REFRESH_S}">' in page  # the same link, query kept
+        assert "<script" not in page
+    out = subprocess.run([sys.executable, "-m", "ui.door", "starting-page", "ko"], capture_output=True, check=True,
+                         cwd=__import__("pathlib").Path(__file__).resolve().parents[1]).stdout
+    assert out.decode() == ko  # what deploy/serve.sh writes for HAProxy
+
+
+def test_preload_fills_the_model_cache(monkeypatch):
+    from ui import cache, preload
+
+    monkeypatch.setenv("HEADLIGHT_PRELOAD", "0")
+    assert not preload.enabled()
+    monkeypatch.setenv("HEADLIGHT_PRELOAD", "1")
+    assert preload.enabled()
+    took = preload.run()
+    assert took > 0
+    assert {(m, "cpu") for m in preload.MODELS} <= cache._LOADED
+    assert cache.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from analysis import trace as traces
+from analysis.batching import MicroBatcher
 from analysis.cache import ByteBudgetCache, budget_bytes
 from i18n import error_message, t
 from model import DEFAULT_MODEL, HeadlightError, load_model
@@ -52,6 +53,12 @@ def get_model(name: str, device: str):
         model = _load_model(name, device)
     _LOADED.add((name, device))
     return model
+
+
+def preload_model(name: str, device: str) -> None:
+    """Load a model into the shared cache outside any script run (ui/preload.py): no spinner."""
+    _load_model(name, device)
+    _LOADED.add((name, device))
 
 
 @st.cache_resource(show_spinner=False)
@@ -105,6 +112,35 @@ def get_trace(name: str, device: str, text: str) -> AttentionTrace:
     """One trace per (model, device, text), with the per-layer hidden states."""
     return cached(("trace", name, device, text), lambda: traces.trace(get_model(name, device), text),
                   msg("cache.running_model"))
+
+
+PREFETCH_CHARS = 400  # texts up to this long go through the batcher (a sentence; ~100 tokens at most)
+BATCH_ITEMS = 16  # at most this many texts per padded forward
+BATCH_CHARS = 4096  # and at most this many characters: bounds the padded batch's memory
+
+
+@st.cache_resource(show_spinner=False)
+def _batcher(name: str, device: str) -> MicroBatcher:
+    """One worker per model and device that traces the short texts waiting at once in one padded forward."""
+    loaded = _load_model(name, device)
+    return MicroBatcher(lambda texts: traces.trace_many(loaded, texts), max_items=BATCH_ITEMS, max_cost=BATCH_CHARS,
+                        cost=len, name=f"headlight-batch-{name}")
+
+
+def prefetch_trace(name: str, device: str, text: str) -> None:
+    """get_trace's result for a short text, computed through the model's batcher and outside any compute slot (the
+    shell calls this before the run takes its slot, so the sessions waiting for slots are batched together). Only
+    for a model already loaded that traces in batches; errors are left to get_trace, which the sidebar calls."""
+    if not text.strip() or len(text) > PREFETCH_CHARS or (name, device) not in _LOADED:
+        return
+    key = ("trace", name, device, text)
+    store = results()
+    if key in store or not traces.can_batch(_load_model(name, device)):
+        return
+    try:
+        store.get_or_create(key, lambda: _batcher(name, device).submit(text))
+    except HeadlightError:
+        pass
 
 
 def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, object]:

@@ -1,6 +1,7 @@
 """The app's door: how `make run`, `make serve` and the tests start Streamlit, with two fixes at the HTTP level.
 
     python -m ui.door run app.py --server.port 8501      (the same arguments as `streamlit run`)
+    python -m ui.door starting-page ko                    (the page `make serve` shows until the app is ready)
 
 1. A link over the server's request-head limit (uvicorn/h11: 16 KB). Uvicorn answers it with a plain-text
    "Invalid HTTP request received." (when the head arrives in pieces; a head that arrives at once is read, and
@@ -31,6 +32,7 @@ from i18n import LANGS, t
 
 H11_DEFAULT_LIMIT = 16_384  # h11's max_incomplete_event_size when uvicorn sets none
 LINGER_S = 1.0  # read and drop what the browser still sends, then close
+STARTING_REFRESH_S = 1  # the starting page reloads itself this often
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
 PAGES = {"positional", "masks", "steps", "seq2seq", "heads", "tour", "explorer"}  # app_pages/<name>.py
@@ -50,13 +52,24 @@ def request_lang(head: bytes) -> str:
 
 def door_page(status: int, lang: str) -> bytes:
     """The page for an unreadable request: in `lang`, then in the other language, with a link to the app."""
-    kind = "too_long" if status == 414 else "bad"
+    return _page("too_long" if status == 414 else "bad", lang, link="/")
+
+
+def starting_page(lang: str) -> bytes:
+    """The page `make serve`'s balancer shows while no app process is ready (starting, or restarting): in `lang`,
+    then the other language; it reloads itself (the same link, query kept) every STARTING_REFRESH_S seconds."""
+    return _page("starting", lang, refresh=STARTING_REFRESH_S)
+
+
+def _page(kind: str, lang: str, *, link: str | None = None, refresh: int | None = None) -> bytes:
     parts = []
     for lg in (lang, *(x for x in LANGS if x != lang)):
         parts.append(f'<section lang="{lg}"><h1>{html.escape(t(f"door.{kind}.title", lg))}</h1>'
                      f"<p>{html.escape(t(f'door.{kind}.body', lg))}</p>"
-                     f'<p><a href="/">{html.escape(t("door.home", lg))}</a></p></section>')
-    return ("<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">"
+                     + (f'<p><a href="{link}">{html.escape(t("door.home", lg))}</a></p>' if link else "")
+                     + "</section>")
+    meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+    return ("<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">" + meta +
             "<meta name=\"viewport\" content=\"width=device-width\"><title>Headlight</title>"
             "<style>body{font-family:sans-serif;max-width:40em;margin:3em auto;padding:0 1em;line-height:1.5}"
             "section+section{margin-top:2em;color:#555}</style></head><body>"
@@ -148,10 +161,19 @@ def install() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["starting-page"] and len(args) == 2 and args[1] in LANGS:  # deploy/serve.sh writes it for HAProxy
+        sys.stdout.buffer.write(starting_page(args[1]))
+        return
     install()
+    if args[:1] == ["run"]:
+        from . import preload
+
+        if preload.enabled():  # imports and models, before the server opens (HEADLIGHT_PRELOAD=0: on demand)
+            print(f"headlight: preloaded the app's modules and models in {preload.run():.1f} s", file=sys.stderr)
     from streamlit.web import cli
 
-    sys.argv = ["streamlit", *(sys.argv[1:] if argv is None else argv)]
+    sys.argv = ["streamlit", *args]
     cli.main()
 
 

@@ -104,6 +104,7 @@ def run() -> None:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
         # process's working set (48 students opening 512-token texts at once took it to 4-17 GB); Python's GIL and
         # the one torch thread per run mean more concurrent runs would not be faster
+        prefetch_trace(page.url_path)
         with cache.compute_slot():
             view = sidebar(page.url_path)
             token = _VIEW.set(view)
@@ -137,18 +138,39 @@ def model_label(name: str, lang: str) -> str:
 OWN_MODEL_PAGES = {"seq2seq"}  # pages that run their own model (seq2seq-tiny), whatever the sidebar's model
 
 
-def sidebar(page: str = "") -> View:
-    """Draw the shared controls, sync them with the URL, return the View every page reads. `page`: the url path
-    of the page that runs next."""
+def settle_state() -> None:
+    """The session's text, model and device before any widget is drawn: from the link on a session's first run,
+    then from the widgets; unknown values fall back to the defaults."""
     ss = st.session_state
     if not ss.get(s.URL_DONE):
         s.read_url()
     ss.setdefault(s.K_TEXT, DEFAULT_TEXT)
-    models = s.available_models()
-    if ss.get(s.K_MODEL) not in models:
+    if ss.get(s.K_MODEL) not in s.available_models():
         ss[s.K_MODEL] = DEFAULT_MODEL
     if ss.get(s.K_DEVICE) not in s.device_choices():
         ss[s.K_DEVICE] = "auto"
+
+
+def prefetch_trace(page: str) -> None:
+    """The sidebar's trace of a short sentence, computed before this run waits for a compute slot: the sessions of
+    a lecture hall that wait at once have their sentences run through the model together (cache.prefetch_trace, one
+    padded forward). Whatever goes wrong here is met again, and shown, by the sidebar."""
+    if page in OWN_MODEL_PAGES:
+        return
+    settle_state()
+    ss = st.session_state
+    try:
+        cache.prefetch_trace(ss[s.K_MODEL], str(resolve_device(ss[s.K_DEVICE])), ss[s.K_TEXT])
+    except HeadlightError:
+        pass
+
+
+def sidebar(page: str = "") -> View:
+    """Draw the shared controls, sync them with the URL, return the View every page reads. `page`: the url path
+    of the page that runs next."""
+    ss = st.session_state
+    settle_state()
+    models = s.available_models()
     ss.setdefault(s.K_LECTURE, False)
     url_notices: list[str] = ss.setdefault(s.URL_NOTICES, [])  # kept until the user changes a control
     notices: list[str] = []  # this run only

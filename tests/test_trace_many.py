@@ -1,0 +1,96 @@
+"""Traces of several texts from one padded forward, and the micro-batcher that groups the sessions' requests: the
+app shows the same numbers whichever way a sentence was run."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from analysis import trace as traces
+from analysis.batching import MicroBatcher
+from model import InputError
+
+TEXTS = ["The animal didn't cross the street because it was tired",
+         "it",
+         "Mina left her umbrella on the bus this morning, and nobody noticed until the rain started",
+         "한국어 문장도 넣어 봅니다",
+         "<script>alert(1)</script> & emoji 🙂"]
+
+
+def test_trace_many_equals_trace_one_by_one(minilm):
+    many = traces.trace_many(minilm, TEXTS)
+    for text, got in zip(TEXTS, many):
+        want = traces.trace(minilm, text)
+        assert got.text == text
+        assert got.source_tokens == want.source_tokens and got.source_ids == want.source_ids
+        assert got.encoder_attention.shape == want.encoder_attention.shape  # (L, h, n, n): its own n, no padding
+        np.testing.assert_allclose(got.encoder_attention, want.encoder_attention, atol=1e-5)  # the parity bound
+        np.testing.assert_allclose(got.encoder_hidden_states, want.encoder_hidden_states, atol=1e-4)
+        np.testing.assert_allclose(got.encoder_attention.sum(-1), 1.0, atol=1e-5)  # padding keys got no weight
+        assert not got.encoder_attention.flags.writeable  # shared by sessions: read-only
+        assert got.masks["source_padding"].all()
+
+
+def test_trace_many_refuses_bad_text_like_trace(minilm):
+    with pytest.raises(InputError):
+        traces.trace_many(minilm, ["fine", "   "])
+
+
+def test_batcher_groups_waiting_requests_and_keeps_their_order():
+    seen = []
+    gate = threading.Event()
+
+    def fn(items):
+        seen.append(list(items))
+        gate.wait(5)  # the first batch holds the worker while the others queue
+        return [x * 10 for x in items]
+
+    b = MicroBatcher(fn, max_items=8, max_cost=100, cost=lambda x: 1)
+    out = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, b.submit(i))) for i in range(6)]
+    threads[0].start()
+    time.sleep(0.2)  # request 0 runs alone; 1..5 arrive while it runs
+    for t in threads[1:]:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert out == {i: i * 10 for i in range(6)}
+    assert seen[0] == [0] and sorted(seen[1]) == [1, 2, 3, 4, 5] and len(seen) == 2
+
+
+def test_batcher_cost_bound_and_failure_isolation():
+    def fn(items):
+        if "bad" in items:
+            raise ValueError("bad item")
+        return [len(x) for x in items]
+
+    b = MicroBatcher(fn, max_items=8, max_cost=5, cost=len)
+    assert b.submit("abc") == 3
+    with pytest.raises(ValueError, match="bad item"):
+        b.submit("bad")
+    # a failing batch is retried item by item: only the bad request fails
+    results, errors = {}, {}
+    gate = threading.Event()
+    slow = MicroBatcher(lambda items: (gate.wait(5), fn(items))[1], max_items=8, max_cost=100, cost=len)
+
+    def ask(x):
+        try:
+            results[x] = slow.submit(x)
+        except ValueError as exc:
+            errors[x] = exc
+
+    first = threading.Thread(target=ask, args=("hold",))
+    first.start()
+    time.sleep(0.2)
+    rest = [threading.Thread(target=ask, args=(x,)) for x in ("ok", "bad", "fine")]
+    for t in rest:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in [first, *rest]:
+        t.join(5)
+    assert results == {"hold": 4, "ok": 2, "fine": 4} and set(errors) == {"bad"}
+    assert b.items >= 1 and slow.batches >= 3

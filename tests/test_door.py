@@ -87,3 +87,44 @@ def test_preload_fills_the_model_cache(monkeypatch):
     assert took > 0
     assert {(m, "cpu") for m in preload.MODELS} <= cache._LOADED
     assert cache.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
+
+
+def test_page_html_gets_preload_hints_and_the_rest_passes_through():
+    """Streamlit's index.html gets <link> hints for the plotly module, the select box module and the icon font
+    (their hashed names found in Streamlit's static folder), with a corrected length; assets and APIs are untouched."""
+    import asyncio
+
+    from ui.door import DoorMiddleware, is_page_path, preload_links
+
+    hints = preload_links().decode()
+    for name in ("PlotlyChart.", "useSyncComboBoxEnterTargetFocus.", "MaterialSymbols-Rounded."):
+        assert name in hints  # this Streamlit version has them; a missing one would silently lose the hint
+    assert all(is_page_path(p) for p in ("/", "/steps", "/heads", "/nowhere"))
+    assert not any(is_page_path(p) for p in ("/_stcore/health", "/static/js/x.js", "/favicon.png", "/media/a.png"))
+
+    page = b"<html><head><title>x</title></head><body></body></html>"
+
+    async def app(scope, receive, send):
+        kind = b"text/html; charset=utf-8" if scope["path"] != "/favicon.png" else b"image/png"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", kind), (b"content-length", str(len(page)).encode()),
+                                (b"etag", b'"abc"')]})
+        await send({"type": "http.response.body", "body": page[:20], "more_body": True})
+        await send({"type": "http.response.body", "body": page[20:]})
+
+    def run(path):
+        sent = []
+
+        async def send(m):
+            sent.append(m)
+
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+                 "headers": [(b"accept", b"text/html")]}
+        asyncio.run(DoorMiddleware(app)(scope, None, send))
+        return dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
+
+    headers, body = run("/steps")
+    assert body == page.replace(b"</head>", hints.encode() + b"</head>")
+    assert headers[b"content-length"] == str(len(body)).encode() and b"etag" not in headers
+    headers, body = run("/favicon.png")
+    assert body == page and headers[b"etag"] == b'"abc"'

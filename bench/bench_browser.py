@@ -436,7 +436,7 @@ def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "missed"
 
 
-def run(repeats: int, env: dict | None = None) -> str:
+def run(repeats: int, env: dict | None = None, only: set[int] | None = None) -> str:
     from playwright.sync_api import sync_playwright
 
     table = ["| scenario | measure | median | range | target | |", "|---|---|---|---|---|---|"]
@@ -466,6 +466,10 @@ def run(repeats: int, env: dict | None = None) -> str:
                     f"| {med(rows, 'messages'):.0f} | {med(rows, 'longtask_s'):.2f} s | {med(rows, 'idle_s'):.2f} s "
                     f"| {med(rows, 'client_s'):.2f} s |")
 
+    def want(n: int) -> bool:
+        return only is None or n in only
+
+    resources, static_end = [], 0.0
     with serve_app(env=env) as base, sync_playwright() as p:
         browser = chromium_browser(p)
         try:
@@ -473,68 +477,76 @@ def run(repeats: int, env: dict | None = None) -> str:
             open_link(browser, f"{base}/?{query(text=DEFAULT)}")  # warm-up: model and trace caches
             print(f"server warm after {time.perf_counter() - t:.1f} s; {load()}", flush=True)
 
-            rows = new_sentence(browser, base, repeats)
-            loads.append(load())
-            row("1. new sentence (Ctrl+Enter)", "first updated chart", rows, "first_s", 0.3)
-            row("1. new sentence (Ctrl+Enter)", "idle", rows, "idle_s", 0.5)
-            drow("1. new sentence", rows)
+            if want(1):
+                rows = new_sentence(browser, base, repeats)
+                loads.append(load())
+                row("1. new sentence (Ctrl+Enter)", "first updated chart", rows, "first_s", 0.3)
+                row("1. new sentence (Ctrl+Enter)", "idle", rows, "idle_s", 0.5)
+                drow("1. new sentence", rows)
 
-            rows = head_change(browser, base, repeats)
-            loads.append(load())
-            row("2. head change (sidebar)", "idle, new title drawn", rows, "idle_s", 0.2)
-            drow("2. head change", rows)
+            if want(2):
+                rows = head_change(browser, base, repeats)
+                loads.append(load())
+                row("2. head change (sidebar)", "idle, new title drawn", rows, "idle_s", 0.2)
+                drow("2. head change", rows)
 
-            switched = page_switch(browser, base, repeats)
-            loads.append(load())
-            for (path, h1) in PAGES:
-                row(f"3. explorer -> {h1}", "idle", switched[path], "idle_s", 0.6)
-                drow(f"3. -> {h1}", switched[path])
+            if want(3):
+                switched = page_switch(browser, base, repeats)
+                loads.append(load())
+                for (path, h1) in PAGES:
+                    row(f"3. explorer -> {h1}", "idle", switched[path], "idle_s", 0.6)
+                    drow(f"3. -> {h1}", switched[path])
 
-            cycle = page_cycle(browser, base, max(3, repeats))
-            loads.append(load())
-            for path, h1 in CYCLE:
-                row(f"6. page cycle -> {h1}", "idle, page clock", cycle[path], "idle_s", 0.5)
-                row(f"6. page cycle -> {h1}", "click() -> seen done, script clock", cycle[path], "script_s", None)
-                cyc.append(f"| {h1} | {med(cycle[path], 'idle_s'):.2f} s | {med(cycle[path], 'script_s'):.2f} s "
-                           f"| {med(cycle[path], 'click_lag_s'):.2f} s | {med(cycle[path], 'seen_lag_s'):+.2f} s "
-                           f"| {med(cycle[path], 'server_net_s'):.2f} s | {med(cycle[path], 'longtask_s'):.2f} s |")
+            if want(6):
+                cycle = page_cycle(browser, base, max(3, repeats))
+                loads.append(load())
+                for path, h1 in CYCLE:
+                    row(f"6. page cycle -> {h1}", "idle, page clock", cycle[path], "idle_s", 0.5)
+                    row(f"6. page cycle -> {h1}", "click() -> seen done, script clock", cycle[path], "script_s", None)
+                    cyc.append(f"| {h1} | {med(cycle[path], 'idle_s'):.2f} s | {med(cycle[path], 'script_s'):.2f} s "
+                               f"| {med(cycle[path], 'click_lag_s'):.2f} s | {med(cycle[path], 'seen_lag_s'):+.2f} s "
+                               f"| {med(cycle[path], 'server_net_s'):.2f} s | {med(cycle[path], 'longtask_s'):.2f} s |")
 
-            rows = fresh_open(browser, base, DEFAULT, repeats)
-            loads.append(load())
-            row("4. open link, fresh browser, 14 tokens", "open -> every chart drawn", rows, "idle_s", 2.5)
-            row("4. open link, fresh browser, 14 tokens", "static bytes (HTTP)", rows, "static_bytes", None, "MB")
-            row("4. open link, fresh browser, 14 tokens", "WebSocket bytes", rows, "ws_bytes", None, "MB")
-            drow("4. open link (14 tokens)", rows)
-            static_end = med(rows, "static_end_s")
-            resources = rows[-1]["resources"]
+            if want(4):
+                rows = fresh_open(browser, base, DEFAULT, repeats)
+                loads.append(load())
+                row("4. open link, fresh browser, 14 tokens", "open -> every chart drawn", rows, "idle_s", 2.5)
+                row("4. open link, fresh browser, 14 tokens", "static bytes (HTTP)", rows, "static_bytes", None, "MB")
+                row("4. open link, fresh browser, 14 tokens", "WebSocket bytes", rows, "ws_bytes", None, "MB")
+                drow("4. open link (14 tokens)", rows)
+                static_end = med(rows, "static_end_s")
+                resources = rows[-1]["resources"]
 
-            # 7. first visit, side by side with the floor: a minimal Streamlit app drawing one plotly heatmap
-            # (bench/minimal_app.py, same server options), each open in a fresh context, interleaved
-            url = f"{base}/?{query(text=DEFAULT, layer=2, head=5)}"
-            with serve_app(app="bench/minimal_app.py") as mbase:
-                open_link(browser, f"{mbase}/")  # warm-up of that server
-                pairs = [(open_link(browser, url), open_link(browser, f"{mbase}/")) for _ in range(repeats)]
-            loads.append(load())
-            ours, floor = [a for a, _ in pairs], [b for _, b in pairs]
-            row("7. first visit, fresh browser: this app (14 tokens)", "open -> every chart drawn", ours, "idle_s",
-                None)
-            row("7. first visit, fresh browser: minimal Streamlit + plotly app", "open -> its chart drawn", floor,
-                "idle_s", None)
-            ratio = med(ours, "idle_s") / med(floor, "idle_s")
-            table.append(f"| 7. first visit: this app / minimal app | ratio of the medians | {ratio:.2f}x | "
-                         f"{min(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f}-"
-                         f"{max(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f} | ≤ 1.1x | "
-                         f"{'met' if ratio <= 1.1 else 'missed'} |")
-            print(table[-1], flush=True)
-            drow("7. first visit, this app", ours)
-            drow("7. first visit, minimal app", floor)
+            if want(7):
+                # 7. first visit, side by side with the floor: a minimal Streamlit app drawing one plotly heatmap
+                # (bench/minimal_app.py, same server options, plain `streamlit run`: none of the door's preload hints),
+            # each open in a fresh context, interleaved
+                url = f"{base}/?{query(text=DEFAULT, layer=2, head=5)}"
+                with serve_app(app="bench/minimal_app.py", door=False) as mbase:  # plain Streamlit
+                    open_link(browser, f"{mbase}/")  # warm-up of that server
+                    pairs = [(open_link(browser, url), open_link(browser, f"{mbase}/")) for _ in range(repeats)]
+                loads.append(load())
+                ours, floor = [a for a, _ in pairs], [b for _, b in pairs]
+                row("7. first visit, fresh browser: this app (14 tokens)", "open -> every chart drawn", ours, "idle_s",
+                    None)
+                row("7. first visit, fresh browser: minimal Streamlit + plotly app", "open -> its chart drawn", floor,
+                    "idle_s", None)
+                ratio = med(ours, "idle_s") / med(floor, "idle_s")
+                table.append(f"| 7. first visit: this app / minimal app | ratio of the medians | {ratio:.2f}x | "
+                             f"{min(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f}-"
+                             f"{max(a['idle_s'] / b['idle_s'] for a, b in pairs):.2f} | ≤ 1.1x | "
+                             f"{'met' if ratio <= 1.1 else 'missed'} |")
+                print(table[-1], flush=True)
+                drow("7. first visit, this app", ours)
+                drow("7. first visit, minimal app", floor)
 
-            rows = fresh_open(browser, base, LONG, repeats)
-            loads.append(load())
-            row("5. open link, fresh browser, 512 tokens", "WebSocket bytes", rows, "ws_bytes", 2e6, "MB")
-            row("5. open link, fresh browser, 512 tokens", "data -> drawn", rows, "client_s", 3.0)
-            row("5. open link, fresh browser, 512 tokens", "open -> drawn", rows, "idle_s", None)
-            drow("5. open link (512 tokens)", rows)
+            if want(5):
+                rows = fresh_open(browser, base, LONG, repeats)
+                loads.append(load())
+                row("5. open link, fresh browser, 512 tokens", "WebSocket bytes", rows, "ws_bytes", 2e6, "MB")
+                row("5. open link, fresh browser, 512 tokens", "data -> drawn", rows, "client_s", 3.0)
+                row("5. open link, fresh browser, 512 tokens", "open -> drawn", rows, "idle_s", None)
+                drow("5. open link (512 tokens)", rows)
         finally:
             browser.close()
 
@@ -560,10 +572,16 @@ def run(repeats: int, env: dict | None = None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("repeats", nargs="?", type=int, default=REPEATS)
+    ap.add_argument("--only", type=lambda v: {int(x) for x in v.split(",")}, default=None, metavar="N,N",
+                    help="run only these scenarios (e.g. --only 7: the first visit against the minimal app); the "
+                         "results file is then not written")
     ap.add_argument("--gpt2", action="store_true",
                     help="the same scenarios on a GPT-2 of the 124M shape (12 layers x 12 heads, random weights) "
                          "registered from a local folder (writes bench/results_browser_gpt2.md)")
     args = ap.parse_args()
+    if args.only:
+        run(args.repeats, only=args.only)
+        return
     if not args.gpt2:
         res = run(args.repeats)
         (Path(__file__).parent / "results_browser.md").write_text(res)

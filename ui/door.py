@@ -130,75 +130,7 @@ class DoorMiddleware:
                                         (b"content-length", b"0")]})
                 await send({"type": "http.response.body", "body": b""})
                 return
-            if scope.get("method") == "GET" and is_page_path(scope.get("path", "/")):
-                await self.app(scope, receive, PreloadHints(send))
-                return
         await self.app(scope, receive, send)
-
-
-def is_page_path(path: str) -> bool:
-    """A path the browser opens as a page (Streamlit answers it with its index.html), not an asset or an API."""
-    first = path.strip("/").split("/", 1)[0]
-    return first not in STREAMLIT_PREFIXES and "." not in first
-
-
-def preload_links() -> bytes:
-    """<link> hints for what every page of the app needs at once but Streamlit's index.html asks for late: the
-    plotly chart module (4.7 MB, requested only when the first chart arrives over the websocket, ~0.9 s after the
-    page opens), the sidebar's select box module and the Material Symbols font of the app's icons. With the hints
-    the browser fetches and compiles them while the app connects. Found in Streamlit's own static folder (their
-    names carry content hashes); none missing is an error, a hint is simply not given."""
-    if _HINTS:
-        return _HINTS[0]
-    import glob
-    import os
-
-    import streamlit
-
-    static = os.path.join(os.path.dirname(streamlit.__file__), "static")
-    links = []
-    for pattern, tag in (("static/js/PlotlyChart.*.js", '<link rel="modulepreload" crossorigin href="./{}">'),
-                         ("static/js/useSyncComboBoxEnterTargetFocus.*.js",
-                          '<link rel="modulepreload" crossorigin href="./{}">'),
-                         ("static/media/MaterialSymbols-Rounded.*.woff2",
-                          '<link rel="preload" as="font" type="font/woff2" crossorigin href="./{}">')):
-        for found in sorted(glob.glob(os.path.join(static, pattern)))[:1]:
-            links.append(tag.format(os.path.relpath(found, static).replace(os.sep, "/")))
-    _HINTS.append("".join(links).encode("ascii"))
-    return _HINTS[0]
-
-
-_HINTS: list[bytes] = []
-
-
-class PreloadHints:
-    """An ASGI `send` that adds preload_links() to an HTML page's <head> (Streamlit's index.html), fixing its length;
-    any other response passes through untouched."""
-
-    def __init__(self, send) -> None:
-        self.send = send
-        self.start: dict | None = None
-        self.body: list[bytes] = []
-
-    async def __call__(self, message) -> None:
-        if message["type"] == "http.response.start":
-            headers = dict(message.get("headers") or [])
-            if (message.get("status") == 200 and headers.get(b"content-type", b"").startswith(b"text/html")
-                    and b"content-encoding" not in headers):
-                self.start = message  # held until the body is complete
-                return
-        elif message["type"] == "http.response.body" and self.start is not None:
-            self.body.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            page = b"".join(self.body).replace(b"</head>", preload_links() + b"</head>", 1)
-            drop = {b"content-length", b"etag", b"last-modified"}  # the body changed: no revalidation by the old tag
-            headers = [(k, v) for k, v in self.start.get("headers", []) if k.lower() not in drop]
-            await self.send({**self.start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
-            await self.send({"type": "http.response.body", "body": page})
-            self.start = None
-            return
-        await self.send(message)
 
 
 def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from i18n import t as tr
 
 from .heatmap import axis_labels, heatmap
-from .theme import HIGHLIGHT, base_layout, cell_font_size, esc, figure, font_size
+from .theme import HIGHLIGHT, base_layout, cell_font_size, esc, figure, font_size, merge
 
 FLIP_MARK = "⇄"
 ATLAS_COLOURS = {  # one colour per top label (analysis.atlas.TOP_LABELS)
@@ -43,9 +43,11 @@ def _lh(layer: int, head: int, lang: str) -> str:
 
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
-              zmax: float | None = None, lecture: bool = False, lang: str = "en") -> go.Figure:
+              zmax: float | None = None, texttemplate: str | None = None, lecture: bool = False,
+              lang: str = "en") -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
-    `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined."""
+    `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined; `texttemplate` replaces the
+    cells' number format."""
     v = np.asarray(values, dtype=np.float32)
     L, H = v.shape
     rows, cols = _head_axes(L, H, lang)
@@ -54,19 +56,20 @@ def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", 
         kw = dict(colorscale="RdBu", zmin=-m, zmax=m, zmid=0.0)
     else:
         kw = dict(colorscale="Viridis", zmin=0.0, zmax=zmax)
-    fig = heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
-                  colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150), text_auto=v.size <= 144,
-                  hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", **kw)
+    extra: dict = {}  # added to the heatmap trace
     shapes = []
     if flipped is not None and np.any(flipped):
         fl = np.asarray(flipped, dtype=bool)
-        fig.update_traces(selector=0, text=[[f"{FLIP_MARK} " if fl[la, h] else "" for h in range(H)] for la in range(L)],
-                          texttemplate="%{text}%{z:.2f}" if v.size <= 144 else "%{text}")
+        extra.update(text=[[f"{FLIP_MARK} " if fl[la, h] else "" for h in range(H)] for la in range(L)],
+                     texttemplate="%{text}%{z:.2f}" if v.size <= 144 else "%{text}")
         shapes += [_cell_outline(la, h, "black", dash="dot") for la, h in zip(*np.nonzero(fl))]
     shapes += [_cell_outline(la, h, HIGHLIGHT) for la, h in (chosen or [])]
-    if shapes:
-        fig.update_layout(shapes=shapes)
-    return _fit(fig)
+    if texttemplate is not None:
+        extra["texttemplate"] = texttemplate
+    return heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
+                   colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150),
+                   text_auto=v.size <= 144, hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
+                   extra_layout=_fit({"shapes": shapes} if shapes else {}), **kw)
 
 
 def _cell_outline(layer: int, head: int, colour: str, dash: str = "solid") -> dict:
@@ -75,11 +78,10 @@ def _cell_outline(layer: int, head: int, colour: str, dash: str = "solid") -> di
                 line=dict(color=colour, width=3, dash=dash), fillcolor="rgba(0,0,0,0)")
 
 
-def _fit(fig: go.Figure) -> go.Figure:
-    """Room for the tick labels (token and head names) whatever the page's template."""
-    fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
-    return fig
+def _fit(layout: dict) -> dict:
+    """Room for the tick labels (token and head names) whatever the page's template: automargin on both axes of a
+    layout dict (for heatmap(), its extra_layout). Returns `layout`."""
+    return merge(layout, {"xaxis": {"automargin": True}, "yaxis": {"automargin": True}})
 
 
 # ---- minimal pairs --------------------------------------------------------------------------------------------------
@@ -96,10 +98,11 @@ def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure
     labels = [f"*{t}" if ch else t for t, ch in zip(dmap.labels, dmap.changed)]
     d = np.asarray(dmap.delta, dtype=np.float32)
     m = float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 1.0
-    return _fit(heatmap(d, labels, labels, title=tr("heads.viz.delta", lang, where=_lh(dmap.layer, dmap.head, lang)),
+    return heatmap(d, labels, labels, title=tr("heads.viz.delta", lang, where=_lh(dmap.layer, dmap.head, lang)),
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, masked=~np.isfinite(d),
                    xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang),
-                   colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture, lang=lang))
+                   colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture, lang=lang,
+                   extra_layout=_fit({}))
 
 
 # ---- value-weighted norms, flow -------------------------------------------------------------------------------------
@@ -112,10 +115,10 @@ def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
     kw = dict(zmin=0.0, zmax=hi, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
-    return (_fit(heatmap(w, vn.tokens, vn.tokens, title=tr("heads.viz.weights", lang, where=where),
-                         colorbar_title="α", **kw)),
-            _fit(heatmap(s, vn.tokens, vn.tokens, title=tr("heads.viz.norms", lang, where=where),
-                         colorbar_title=tr("heads.viz.norm_share", lang), **kw)))
+    return (heatmap(w, vn.tokens, vn.tokens, title=tr("heads.viz.weights", lang, where=where),
+                    colorbar_title="α", extra_layout=_fit({}), **kw),
+            heatmap(s, vn.tokens, vn.tokens, title=tr("heads.viz.norms", lang, where=where),
+                    colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), **kw))
 
 
 def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -137,7 +140,7 @@ def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en") -> go.
     layout = base_layout(lecture, 420, tr("heads.viz.special_title", lang))
     layout.update(xaxis=dict(title=dict(text=tr("heads.viz.share_weight", lang)), range=[0, 1.02]),
                   yaxis=dict(title=dict(text=tr("heads.viz.share_norm", lang)), range=[0, 1.02]))
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))
 
 
 def flow_bars(fr, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -154,18 +157,16 @@ def flow_bars(fr, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     layout = base_layout(lecture, 380, tr("heads.viz.flow_title", lang, token=esc(fr.tokens[fr.token], 20)))
     layout.update(barmode="group", xaxis=dict(type="category", title=dict(text=tr("heads.viz.input_token", lang))),
                   yaxis=dict(title=dict(text=tr("heads.viz.share", lang))), legend=dict(orientation="h", y=1.08))
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))
 
 
 # ---- head surgery ---------------------------------------------------------------------------------------------------
 def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
     v = grid.sentence_change if by == "sentence" else grid.token_change
     what = tr("heads.viz.what_sentence" if by == "sentence" else "heads.viz.what_token", lang)
-    fig = head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos", lang=lang,
-                    title=tr("heads.viz.effect", lang, mode=_mode(grid.mode, lang), what=what))
-    if v.size <= 144:
-        fig.update_traces(selector=0, texttemplate="%{z:.3f}")  # effects are small: 0.00 would hide them
-    return fig
+    return head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos", lang=lang,
+                     title=tr("heads.viz.effect", lang, mode=_mode(grid.mode, lang), what=what),
+                     texttemplate="%{z:.3f}" if v.size <= 144 else None)  # effects are small: 0.00 would hide them
 
 
 def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -175,7 +176,7 @@ def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.
     layout = base_layout(lecture, 340, tr("heads.viz.token_change", lang, mode=_mode(effect.mode, lang), heads=heads,
                                           value=effect.sentence_change))
     layout.update(xaxis=dict(type="category"), yaxis=dict(title=dict(text="1 − cos")))
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))
 
 
 def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = False,
@@ -184,8 +185,10 @@ def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = Fals
     kw = dict(zmin=0.0, zmax=1.0, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
-    return (_fit(heatmap(b, effect.tokens, effect.tokens, title=tr("heads.viz.before", lang, where=where), **kw)),
-            _fit(heatmap(a, effect.tokens, effect.tokens, title=tr("heads.viz.after", lang, where=where), **kw)))
+    return (heatmap(b, effect.tokens, effect.tokens, title=tr("heads.viz.before", lang, where=where),
+                    extra_layout=_fit({}), **kw),
+            heatmap(a, effect.tokens, effect.tokens, title=tr("heads.viz.after", lang, where=where),
+                    extra_layout=_fit({}), **kw))
 
 
 def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -201,7 +204,7 @@ def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     layout.update(barmode="group", xaxis=dict(type="category"),
                   yaxis=dict(title=dict(text=tr("heads.viz.probability", lang)),
                                                                            range=[0, 1]))
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))
 
 
 # ---- atlas, logit lens ---------------------------------------------------------------------------------------------
@@ -235,7 +238,7 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en") -
                   yaxis=dict(type="category", autorange="reversed", showgrid=False),
                   legend=dict(orientation="h", y=-0.12, font=dict(size=font_size(lecture) - 1)),
                   shapes=[_cell_outline(la, h, "black") for la, h in (chosen or [])])
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))
 
 
 def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -251,4 +254,4 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
     layout = base_layout(lecture, 60 * L + 160, tr("heads.viz.lens", lang, step=lens.step,
                                                    answer=esc(lens.answer, 20)))
     layout.update(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
-    return _fit(figure(data, layout))
+    return figure(data, _fit(layout))

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from i18n import t as tr
 
-from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, tick_step
+from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, merge, tick_step
 
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
 # a numbered axis (model dimensions, positions) longer than this labels every k-th index (at most SPARSE_TICKS
@@ -108,9 +108,12 @@ def heatmap(
     colorbar_title: str = "",
     hover: str | None = None,  # a plotly hovertemplate; default "row %{y} / col %{x} / value"
     lang: str = "en",  # interface language of the words the figure adds (the pooling note, row / col)
+    extra_trace: dict | None = None,  # more heatmap trace attributes, merged as plotly's update_traces would
+    extra_layout: dict | None = None,  # more layout attributes (shapes, automargin), merged as update_layout would
 ) -> go.Figure:
     """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
-    (it may carry markup such as <sup>)."""
+    (it may carry markup such as <sup>). `extra_trace` / `extra_layout` let a caller add to the dicts before the
+    figure is built: any go.Figure method (update_traces, update_layout, add_shape) validates, at ~1 ms a call."""
     m = np.asarray(matrix, dtype=np.float32)
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
@@ -137,6 +140,7 @@ def heatmap(
     heat = {k: v for k, v in heat.items() if v is not None}  # unset = plotly's automatic range
     if text_auto:
         heat.update(texttemplate="%{z:.2f}", textfont=dict(size=cell_font_size(lecture)))
+    merge(heat, extra_trace)
     data = [heat]
     if masked is not None and fr * fc == 1 and z.size <= 2500:
         ys, xs = np.nonzero(~finite)
@@ -153,7 +157,7 @@ def heatmap(
                              tickfont=dict(size=tick), showgrid=False, **_tickvals(xticks)),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
                              tickfont=dict(size=tick), showgrid=False, **_tickvals(yticks)))
-    return figure(data, layout)
+    return figure(data, merge(layout, extra_layout))
 
 
 def _tickvals(ticks: list | None) -> dict:

@@ -20,13 +20,12 @@ MASK_SCALE = [[0.0, MASKED_BG], [0.5, MASKED_BG], [0.5, ALLOWED_COLOUR], [1.0, A
 def mask_heatmap(mask: np.ndarray, rows: list[str], cols: list[str], *, title: str, lecture: bool = False,
                  xlabel: str | None = None, ylabel: str | None = None, lang: str = "en") -> go.Figure:
     """A boolean mask: teal = may attend (1), grey = blocked (0). Axis labels default to key / query in `lang`."""
-    fig = heatmap(np.asarray(mask, dtype=np.float32), rows, cols, title=title, colorscale=MASK_SCALE, zmin=0, zmax=1,
-                  xlabel=t("masks.axis.key", lang) if xlabel is None else xlabel,
-                  ylabel=t("masks.axis.query", lang) if ylabel is None else ylabel, lecture=lecture, text_auto=np.asarray(mask).size <= 400,
-                  lang=lang)
-    fig.update_traces(texttemplate="%{z:.0f}", colorbar={"tickvals": [0.25, 0.75], "ticktext": [t("masks.blocked", lang), t("masks.may_attend", lang)]},
-                      selector={"type": "heatmap"})
-    return fig
+    colorbar = {"tickvals": [0.25, 0.75], "ticktext": [t("masks.blocked", lang), t("masks.may_attend", lang)]}
+    return heatmap(np.asarray(mask, dtype=np.float32), rows, cols, title=title, colorscale=MASK_SCALE, zmin=0, zmax=1,
+                   xlabel=t("masks.axis.key", lang) if xlabel is None else xlabel,
+                   ylabel=t("masks.axis.query", lang) if ylabel is None else ylabel, lecture=lecture,
+                   text_auto=np.asarray(mask).size <= 400, lang=lang,
+                   extra_trace={"texttemplate": "%{z:.0f}", "colorbar": colorbar})
 
 
 def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False,

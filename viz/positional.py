@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from i18n import t
 
 from .heatmap import axis_labels, budget_factors, heatmap, pool_by
-from .theme import SLIDE_FONT, base_layout, esc
+from .theme import SLIDE_FONT, base_layout, colour_scale, esc, figure, subplot_axes, subplot_grid
 
 
 def robust_limit(m: np.ndarray) -> float:
@@ -48,19 +47,20 @@ def default_dims(d: int) -> list[int]:
 def pe_curves(pe: np.ndarray, dims: list[int], *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Selected columns of PE against position: even dims are sines, odd dims cosines."""
     n, d = pe.shape
-    fig = go.Figure()
     step = max(1, n // 1024)  # at most ~1024 points per curve
     x = np.arange(0, n, step)
+    data = []
     for j in dims:
         if 0 <= j < d:
             kind = "sin" if j % 2 == 0 else "cos"
             wavelength = 2 * np.pi * 10000 ** ((j - j % 2) / d)
-            fig.add_trace(go.Scatter(x=x, y=pe[::step, j], mode="lines",
-                                     name=t("pe.curve", lang, j=j, kind=kind, wl=wavelength)))
-    fig.update_layout(**base_layout(lecture, 380, t("pe.fig.curves", lang, d=d)),
-                      xaxis_title=t("pe.axis.position", lang), yaxis_title=t("pe.axis.value", lang), yaxis_range=[-1.1, 1.1],
-                      legend={"orientation": "h", "y": -0.25})
-    return fig
+            data.append(dict(type="scatter", x=x, y=pe[::step, j], mode="lines",
+                             name=t("pe.curve", lang, j=j, kind=kind, wl=wavelength)))
+    layout = base_layout(lecture, 380, t("pe.fig.curves", lang, d=d))
+    layout.update(xaxis=dict(title=dict(text=t("pe.axis.position", lang))),
+                  yaxis=dict(title=dict(text=t("pe.axis.value", lang)), range=[-1.1, 1.1]),
+                  legend={"orientation": "h", "y": -0.25})
+    return figure(data, layout)
 
 
 def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, lecture: bool = False,
@@ -86,15 +86,18 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
     lim = max(robust_limit(m) for m in mats)
     rows = axis_labels(tokens)
     rows = rows[::fr]
-    fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, subplot_titles=names, horizontal_spacing=0.02)
+    # one row of subplots, their y axes (the tokens) shared: the layout make_subplots would build, without validation
+    layout = subplot_grid(1, len(keys), names, horizontal_spacing=0.02, shared_yaxes=True)
+    hover = "%{y}<br>" + esc(t("pe.axis.dim", lang)) + " %{x}<br>%{z:.4f}<extra></extra>"
+    data = []
     for c, m in enumerate(mats, start=1):
-        fig.add_trace(go.Heatmap(z=m, y=rows, colorscale="RdBu", zmin=-lim, zmax=lim, zmid=0, showscale=c == len(mats),
-                                 hovertemplate="%{y}<br>" + esc(t("pe.axis.dim", lang)) + " %{x}<br>%{z:.4f}<extra></extra>"),
-                      row=1, col=c)
-        fig.update_xaxes(title_text=t("pe.axis.dim", lang), row=1, col=c)
-    fig.update_yaxes(type="category", autorange="reversed", row=1, col=1)
-    fig.update_layout(**base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))
-    return fig
+        xa, ya = subplot_axes(1, c, len(keys))
+        data.append(dict(type="heatmap", z=m, y=rows, colorscale=colour_scale("RdBu"), zmin=-lim, zmax=lim, zmid=0,
+                         showscale=c == len(mats), hovertemplate=hover, xaxis=xa, yaxis=ya))
+        layout["xaxis" + xa[1:]]["title"] = {"text": t("pe.axis.dim", lang)}
+    layout["yaxis"].update(type="category", autorange="reversed")
+    layout.update(base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))
+    return figure(data, layout)
 
 
 # ---- matplotlib figures for export (slides) ----------------------------------------------------------------

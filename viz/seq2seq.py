@@ -12,7 +12,7 @@ from analysis.decoding import TOP_K, DecodingRun
 from i18n import t
 
 from .heatmap import heatmap
-from .theme import base_layout, esc
+from .theme import base_layout, esc, figure
 
 
 # ---- figures ------------------------------------------------------------------------------------------------------
@@ -38,9 +38,8 @@ def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | s
         "" if full else " · " + t("s2s.step_n", lang, i=step))
     fig = heatmap(m, s.inputs, s.inputs, title=title, zmin=0.0, zmax=1.0, masked=blocked,
                   xlabel=t("s2s.axis.key_earlier", lang), ylabel=t("s2s.axis.query_input", lang), lecture=lecture,
-                  colorbar_title=t("s2s.axis.weight", lang), lang=lang)
-    if full:
-        _mark_row(fig, step - 1, m.shape[1])
+                  colorbar_title=t("s2s.axis.weight", lang), lang=lang,
+                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]} if full else None)
     return fig, m, blocked, s.inputs
 
 
@@ -53,14 +52,15 @@ def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, fu
     rows = run.steps[upto - 1].inputs
     fig = heatmap(m, rows, run.source_tokens, title=t("s2s.fig.cross", lang, where=head_name(layer, head, lang)),
                   zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang), ylabel=t("s2s.axis.input", lang),
-                  lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang)
-    _mark_row(fig, step - 1, m.shape[1])
+                  lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang,
+                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]})
     return fig, m, rows
 
 
-def _mark_row(fig: go.Figure, row: int, n_cols: int) -> None:
-    fig.add_shape(type="rect", xref="x", yref="y", x0=-0.5, x1=n_cols - 0.5, y0=row - 0.5, y1=row + 0.5,
-                  line={"color": "#e63946", "width": 3})
+def _row_outline(row: int, n_cols: int) -> dict:
+    """A red rectangle around one row of a categorical heatmap (categories sit at 0, 1, 2 ...)."""
+    return {"type": "rect", "xref": "x", "yref": "y", "x0": -0.5, "x1": n_cols - 0.5, "y0": row - 0.5,
+            "y1": row + 0.5, "line": {"color": "#e63946", "width": 3}}
 
 
 def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, lecture: bool = False,
@@ -71,13 +71,12 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
     labels = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(run.source_tokens)]
     best = int(row.argmax())
     colours = ["#e63946" if i == best else "#4e79a7" for i in range(len(row))]
-    fig = go.Figure(go.Bar(x=labels, y=row, marker_color=colours,
-                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    bar = dict(type="bar", x=labels, y=row, marker=dict(color=colours), hovertemplate="%{x}: %{y:.3f}<extra></extra>")
     title = t("s2s.fig.row", lang, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16))
-    fig.update_layout(**base_layout(lecture, 320, title))
-    fig.update_yaxes(range=[0, 1], title_text=t("s2s.axis.weight", lang))
-    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 8 else 0)
-    return fig
+    layout = base_layout(lecture, 320, title)
+    layout.update(yaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.weight", lang))),
+                  xaxis=dict(type="category", tickangle=-60 if len(labels) > 8 else 0))
+    return figure([bar], layout)
 
 
 def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -85,13 +84,13 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str
     s = run.steps[step - 1]
     labels = [f"{esc(t, 20)}\u2009#{i + 1}" for i, t in enumerate(s.top_tokens)]
     colours = ["#2a9d8f" if t == s.chosen else "#bab0ac" for t in s.top_tokens]
-    fig = go.Figure(go.Bar(x=s.top_probs, y=labels, orientation="h", marker_color=colours,
-                           text=[f"{p:.3f}" for p in s.top_probs], textposition="auto",
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_layout(**base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K)))
-    fig.update_xaxes(range=[0, 1], title_text=t("s2s.axis.probability", lang))
-    fig.update_yaxes(autorange="reversed", type="category")
-    return fig
+    bar = dict(type="bar", x=s.top_probs, y=labels, orientation="h", marker=dict(color=colours),
+               text=[f"{p:.3f}" for p in s.top_probs], textposition="auto",
+               hovertemplate="%{y}: %{x:.4f}<extra></extra>")
+    layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K))
+    layout.update(xaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.probability", lang))),
+                  yaxis=dict(autorange="reversed", type="category"))
+    return figure([bar], layout)
 
 
 def topk_table(run: DecodingRun) -> tuple[np.ndarray, list[str], list[str]]:

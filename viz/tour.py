@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from i18n import t
 
 from .heatmap import heatmap
-from .theme import HIGHLIGHT, base_layout, esc
+from .theme import HIGHLIGHT, base_layout, esc, figure, subplot_axes, subplot_grid
 
 _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
 
@@ -32,15 +31,17 @@ def neuron_view(q: np.ndarray, k: np.ndarray, *, names: tuple[str, str, str], ti
         raise ValueError(f"q and k must be vectors of one length, got {q.shape} and {k.shape}")
     prod = q * k
     dims = np.arange(len(q))
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.09, subplot_titles=list(names))
+    layout = subplot_grid(3, 1, list(names), vertical_spacing=0.09, shared_xaxes=True)  # make_subplots' layout
+    hover = esc(t("tour.axis.dim", lang)) + " %{x}: %{y:.4f}<extra></extra>"
+    data = []
     for row, (vec, colour) in enumerate(((q, _BLUE), (k, _ORANGE), (prod, None)), start=1):
         colours = colour or [_GREEN if v >= 0 else HIGHLIGHT for v in prod]
-        fig.add_trace(go.Bar(x=dims, y=vec, marker_color=colours, showlegend=False,
-                             hovertemplate=esc(t("tour.axis.dim", lang)) + " %{x}: %{y:.4f}<extra></extra>"),
-                      row=row, col=1)
-    fig.update_layout(**base_layout(lecture, 480, title), bargap=0.15)
-    fig.update_xaxes(title_text="d_k", row=3, col=1)
-    return fig
+        xa, ya = subplot_axes(row, 1, 1)
+        data.append(dict(type="bar", x=dims, y=vec, marker=dict(color=colours), showlegend=False, hovertemplate=hover,
+                         xaxis=xa, yaxis=ya))
+    layout.update(base_layout(lecture, 480, title), bargap=0.15)
+    layout["xaxis3"]["title"] = {"text": "d_k"}
+    return figure(data, layout)
 
 
 def per_token_bars(values: dict[str, np.ndarray], tokens: list[str], *, title: str = "",
@@ -48,29 +49,30 @@ def per_token_bars(values: dict[str, np.ndarray], tokens: list[str], *, title: s
     """One bar row per named vector of length n (e.g. each token's mean and variance), tokens along x."""
     labels = [f"{i}: {esc(t, 16)}" for i, t in enumerate(tokens)]
     names = list(values)
-    fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=[esc(n, 60) for n in names])
+    layout = subplot_grid(len(names), 1, [esc(n, 60) for n in names], vertical_spacing=0.12, shared_xaxes=True)
+    data = []
     for row, name in enumerate(names, start=1):
-        fig.add_trace(go.Bar(x=labels, y=np.asarray(values[name], dtype=np.float32), showlegend=False,
-                             marker_color=_BLUE if row == 1 else _ORANGE,
-                             hovertemplate="%{x}: %{y:.4f}<extra></extra>"), row=row, col=1)
-    fig.update_layout(**base_layout(lecture, 200 + 150 * len(names), title))
-    fig.update_xaxes(type="category", tickangle=-60 if len(labels) > 8 else 0)
-    return fig
+        xa, ya = subplot_axes(row, 1, 1)
+        data.append(dict(type="bar", x=labels, y=np.asarray(values[name], dtype=np.float32), showlegend=False,
+                         marker=dict(color=_BLUE if row == 1 else _ORANGE),
+                         hovertemplate="%{x}: %{y:.4f}<extra></extra>", xaxis=xa, yaxis=ya))
+        layout["xaxis" + xa[1:]].update(type="category", tickangle=-60 if len(labels) > 8 else 0)
+    layout.update(base_layout(lecture, 200 + 150 * len(names), title))
+    return figure(data, layout)
 
 
 def per_dim_lines(values: dict[str, np.ndarray], *, title: str = "", xlabel: str = "dimension",
                   lecture: bool = False) -> go.Figure:
     """Named vectors of length d drawn as lines over the dimensions (e.g. γ and β of a LayerNorm)."""
-    fig = go.Figure()
+    data = []
     for (name, vec), colour in zip(values.items(), (_BLUE, _ORANGE, _GREEN)):
         v = np.asarray(vec, dtype=np.float32)
-        fig.add_trace(go.Scatter(x=np.arange(len(v)), y=v, mode="lines", name=esc(name, 40),
-                                 line={"color": colour, "width": 1.5},
-                                 hovertemplate=esc(xlabel) + " %{x}: %{y:.4f}<extra></extra>"))
-    fig.update_layout(**base_layout(lecture, 320, title), legend={"orientation": "h", "y": -0.3})
-    fig.update_xaxes(title_text=esc(xlabel))
-    return fig
+        data.append(dict(type="scatter", x=np.arange(len(v)), y=v, mode="lines", name=esc(name, 40),
+                         line={"color": colour, "width": 1.5},
+                         hovertemplate=esc(xlabel) + " %{x}: %{y:.4f}<extra></extra>"))
+    layout = base_layout(lecture, 320, title)
+    layout.update(legend={"orientation": "h", "y": -0.3}, xaxis={"title": {"text": esc(xlabel)}})
+    return figure(data, layout)
 
 
 def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None = None, answer: int | None = None,
@@ -79,12 +81,12 @@ def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None 
     v = np.asarray(values, dtype=np.float32)
     xs = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(labels)]
     colours = [_GREEN if i == answer else HIGHLIGHT if i == highlight else "#bab0ac" for i in range(len(v))]
-    fig = go.Figure(go.Bar(x=xs, y=v, marker_color=colours, text=[f"{x:.2f}" for x in v], textposition="outside",
-                           hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    fig.update_layout(**base_layout(lecture, 340, title))
-    fig.update_xaxes(type="category", tickangle=-60 if len(xs) > 8 else 0)
-    fig.update_yaxes(title_text=esc(ylabel), range=[0, max(1e-6, float(v.max()) * 1.2)])
-    return fig
+    bar = dict(type="bar", x=xs, y=v, marker=dict(color=colours), text=[f"{x:.2f}" for x in v],
+               textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    layout = base_layout(lecture, 340, title)
+    layout.update(xaxis=dict(type="category", tickangle=-60 if len(xs) > 8 else 0),
+                  yaxis=dict(title=dict(text=esc(ylabel)), range=[0, max(1e-6, float(v.max()) * 1.2)]))
+    return figure([bar], layout)
 
 
 # ---- Add & Norm and Feed Forward (shared by the guided tour and the Step by step page) ---------------------------

@@ -6,10 +6,10 @@
 # Starts HAProxy on 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie
 # stickiness (deploy/haproxy.cfg) and N Streamlit processes of app.py (default: the number of CPU cores) on
 # 127.0.0.1:BASE.. (headless, no file watcher, one torch thread each); each joins the balancer when it answers
-# /_stcore/health. HAProxy answers at once: until the app processes are ready (each imports its modules and
-# loads its models before it serves, ui/preload.py), a browser gets a page that reloads itself every second, in its
+# /_stcore/health. HAProxy answers at once: until the app processes answer (~1 s; each then goes on importing its
+# modules and loading its models, ui/preload.py), a browser gets a page that reloads itself every second, in its
 # language, instead of a refused connection. --warm also runs every page once in each process before they are marked
-# ready (measured: no faster for a lecture hall, ~1 s later ready). Ctrl-C / TERM stops everything it
+# ready (no faster for a lecture hall, measured; ready ~1 s later). Ctrl-C / TERM stops everything it
 # started; if any process dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new
 # /tmp/headlight-serve.* folder).
 #
@@ -80,28 +80,29 @@ trap 'exit 143' TERM
 export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -c 'import secrets; print(secrets.token_hex(32))')}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLIGHT_TORCH_THREADS:-1}"
 
-# The balancer first, so the port answers at once: until an app process is marked ready (after its warm-up), every
-# request gets a page that reloads itself ("Headlight is starting", in the browser's language) instead of a refused
-# connection. The processes are listed in maintenance and enabled through HAProxy's admin socket.
+# The app processes first (they take longest to be ready), then the balancer, so the port answers at once: until an
+# app process answers /_stcore/health, every request gets a page that reloads itself ("Headlight is starting", in
+# the browser's language) instead of a refused connection. The processes are listed in maintenance and enabled
+# through HAProxy's admin socket. A process answers health checks ~1 s after its start, while it still imports its
+# modules and loads its models in the background (ui/preload.py); a student's first run waits for that in the app.
 export HEADLIGHT_RUN_DIR="$RUN_DIR"
-for lang in en ko; do "$PY" -m ui.door starting-page "$lang" >"$RUN_DIR/starting.$lang.html"; done
 SERVERS=""
-for i in $(seq 1 "$PROCS"); do
-    SERVERS+="    server app$i 127.0.0.1:$((BASE + i - 1)) cookie app$i disabled"$'\n'
-done
-{ cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
-HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
-
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
     "$PY" -m ui.door run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
         >"$RUN_DIR/app$i.log" 2>&1 &
     PIDS+=($!)
+    SERVERS+="    server app$i 127.0.0.1:$port cookie app$i disabled"$'\n'
 done
+"$PY" -c 'import sys; from ui.door import starting_page
+for lang in ("en", "ko"):
+    open(f"{sys.argv[1]}/starting.{lang}.html", "wb").write(starting_page(lang))' "$RUN_DIR"
+{ cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
+HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
 PIDS+=($!)
-echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)) are loading" >&2
+echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)) are starting" >&2
 
 deadline=$((SECONDS + READY_S))
 for i in $(seq 1 "$PROCS"); do

@@ -166,13 +166,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.buffer.write(starting_page(args[1]))
         return
     install()
+    from streamlit.web import cli  # Streamlit (and the plotly theme it sets up) imported before the preload thread
+
     if args[:1] == ["run"]:
         from . import preload
 
-        if preload.enabled():  # imports and models, before the server opens (HEADLIGHT_PRELOAD=0: on demand)
-            print(f"headlight: preloaded the app's modules and models in {preload.run():.1f} s", file=sys.stderr)
-    from streamlit.web import cli
-
+        if preload.enabled():  # imports and models while the server starts (HEADLIGHT_PRELOAD=0: on demand)
+            preload.start()
     sys.argv = ["streamlit", *args]
     cli.main()
 

@@ -1,11 +1,13 @@
-"""Warm a fresh app process before it serves: import what the pages import and load the default models, in the
-door (ui/door.py) before Streamlit's server starts, so the first students of a lecture hall meet loaded models
-instead of queueing behind `import torch` (~1 s), the rest of the stack (~1.5 s) and the model loads (~0.5 s).
+"""Warm a fresh app process while its server starts: import what the pages import and load the default models in a
+background thread that the door (ui/door.py) starts just before Streamlit's server, so the first students of a
+lecture hall meet loaded models instead of queueing behind `import torch` (~1 s), the rest of the stack (~1.5 s) and
+the model loads (~0.5 s). The port opens at once (the browser loads Streamlit's page meanwhile); script runs wait for
+the preload to end (`wait()`, the first thing app.py does).
 
-It runs in the main thread, before the server thread exists: two threads importing one package at once can meet a
-half-initialised module (seen here: Streamlit's plotly theme read `pandas.Series` while another thread was still
-importing pandas). A failure is logged and left for the first run to meet and report in its own way (a missing
-model's message, say).
+Two threads importing one package at once can meet a half-initialised module (seen here: Streamlit's plotly theme
+read `pandas.Series` while another thread was still importing pandas), so the door imports Streamlit before it
+starts this thread, and no script runs until the thread is done. A failure is logged and left for the first run to
+meet and report in its own way (a missing model's message, say).
 
     HEADLIGHT_PRELOAD=0   skip it (the first run then imports and loads on demand)
 """
@@ -15,18 +17,43 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import threading
 import time
 
 # what app_pages/*.py import (ui.shell first, as app.py does), then the models the pages need first
 MODULES = ("ui.shell", "ui.cache", "ui.runs", "ui.explorer", "ui.pe_lab", "ui.mask_lab", "ui.steps_page",
            "ui.seq2seq", "ui.heads", "ui.crosslingual", "ui.tour", "ui.labs", "viz.steps", "plotly.graph_objects")
 MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
+WAIT_S = 300.0  # a script run waits at most this long for the preload
 
 log = logging.getLogger("headlight.preload")
+_DONE = threading.Event()
+_STARTED: list[threading.Thread] = []
 
 
 def enabled() -> bool:
     return os.environ.get("HEADLIGHT_PRELOAD", "1") != "0"
+
+
+def start() -> None:
+    """Run the preload in a background thread (once per process)."""
+    if not _STARTED:
+        thread = threading.Thread(target=_background, name="headlight-preload", daemon=True)
+        _STARTED.append(thread)
+        thread.start()
+
+
+def wait() -> None:
+    """Block until a started preload has ended (at most WAIT_S); at once when none was started."""
+    if _STARTED:
+        _DONE.wait(WAIT_S)
+
+
+def _background() -> None:
+    try:
+        log.info("preloaded the app's modules and models in %.1f s", run())
+    finally:
+        _DONE.set()
 
 
 def run() -> float:

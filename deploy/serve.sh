@@ -5,9 +5,9 @@
 #
 # Starts HAProxy on 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie
 # stickiness (deploy/haproxy.cfg) and N Streamlit processes of app.py (default: the number of CPU cores) on
-# 127.0.0.1:BASE.. (headless, no file watcher, one torch thread each); each joins the balancer when it answers
-# /_stcore/health. HAProxy answers at once: until the app processes answer (~1 s; each then goes on importing its
-# modules and loading its models, ui/preload.py), a browser gets a page that reloads itself every second, in its
+# 127.0.0.1:BASE.. (headless, no file watcher, one torch thread each); each joins the balancer when it is ready
+# (/_headlight/ready: its modules imported and its models loaded, ui/preload.py, ~3 s). HAProxy answers at once:
+# until then a browser gets a page that reloads itself every second, in its
 # language, instead of a refused connection. --warm also runs every page once in each process before they are marked
 # ready (no faster for a lecture hall, measured; ready ~1 s later). Ctrl-C / TERM stops everything it
 # started; if any process dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new
@@ -83,8 +83,8 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLI
 # The app processes first (they take longest to be ready), then the balancer, so the port answers at once: until an
 # app process answers /_stcore/health, every request gets a page that reloads itself ("Headlight is starting", in
 # the browser's language) instead of a refused connection. The processes are listed in maintenance and enabled
-# through HAProxy's admin socket. A process answers health checks ~1 s after its start, while it still imports its
-# modules and loads its models in the background (ui/preload.py); a student's first run waits for that in the app.
+# through HAProxy's admin socket once /_headlight/ready says the process has imported its modules and loaded its
+# models (ui/preload.py; Streamlit's server itself answers ~1 s after the start, the preload takes ~3 s).
 export HEADLIGHT_RUN_DIR="$RUN_DIR"
 SERVERS=""
 for i in $(seq 1 "$PROCS"); do
@@ -107,7 +107,7 @@ echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes
 deadline=$((SECONDS + READY_S))
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
-    until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_stcore/health" 2>/dev/null; do
+    until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_headlight/ready" 2>/dev/null; do
         for p in "${PIDS[@]}"; do
             kill -0 "$p" 2>/dev/null || { echo "serve.sh: a process exited; see $RUN_DIR/*.log" >&2; exit 1; }
         done

@@ -87,3 +87,34 @@ def test_preload_fills_the_model_cache(monkeypatch):
     assert took > 0
     assert {(m, "cpu") for m in preload.MODELS} <= cache._LOADED
     assert cache.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
+
+
+def test_ready_path_follows_the_preload(monkeypatch):
+    """make serve marks a process ready on /_headlight/ready: 503 while its preload runs, 200 after (and when none
+    was started); Streamlit's own /_stcore/health is left to Streamlit."""
+    import asyncio
+    import threading
+
+    from ui import preload
+    from ui.door import READY_PATH, DoorMiddleware
+
+    async def app(scope, receive, send):  # Streamlit: never reached for READY_PATH
+        raise AssertionError("the ready path went to Streamlit")
+
+    def status() -> tuple[int, bytes]:
+        sent = []
+
+        async def send(m):
+            sent.append(m)
+
+        asyncio.run(DoorMiddleware(app)({"type": "http", "method": "GET", "path": READY_PATH, "raw_path": b"",
+                                         "query_string": b"", "headers": []}, None, send))
+        return sent[0]["status"], sent[1]["body"]
+
+    monkeypatch.setattr(preload, "_STARTED", [])
+    assert status() == (200, b"ready")
+    monkeypatch.setattr(preload, "_STARTED", [object()])
+    monkeypatch.setattr(preload, "_DONE", threading.Event())
+    assert status() == (503, b"starting")
+    preload._DONE.set()
+    assert status() == (200, b"ready")

@@ -33,11 +33,12 @@ from i18n import LANGS, t
 H11_DEFAULT_LIMIT = 16_384  # h11's max_incomplete_event_size when uvicorn sets none
 LINGER_S = 1.0  # read and drop what the browser still sends, then close
 STARTING_REFRESH_S = 1  # the starting page reloads itself this often
+READY_PATH = "/_headlight/ready"  # 200 once the preload is over (make serve's readiness check)
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
 PAGES = {"positional", "masks", "steps", "seq2seq", "heads", "tour", "explorer"}  # app_pages/<name>.py
 # Streamlit's own first path segments (its API, websocket, assets, media files, components)
-STREAMLIT_PREFIXES = {"_stcore", "static", "media", "component", "app", "~", "healthz"}
+STREAMLIT_PREFIXES = {"_stcore", "static", "media", "component", "app", "~", "healthz", "_headlight"}
 
 
 def request_lang(head: bytes) -> str:
@@ -121,6 +122,9 @@ class DoorMiddleware:
                                         (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})
                 return
+        if scope.get("type") == "http" and scope.get("path") == READY_PATH:
+            await readiness(send)
+            return
         if scope.get("type") == "http" and scope.get("method") in ("GET", "HEAD"):
             target = redirect_target(scope.get("path", "/"), scope.get("query_string", b""),
                                      dict(scope.get("headers") or []).get(b"accept", b""))
@@ -131,6 +135,20 @@ class DoorMiddleware:
                 await send({"type": "http.response.body", "body": b""})
                 return
         await self.app(scope, receive, send)
+
+
+async def readiness(send) -> None:
+    """READY_PATH: 200 once the process has imported its modules and loaded its models (ui/preload.py), 503 before.
+    `make serve` marks a process ready on it (Streamlit's /_stcore/health answers as soon as the server is up, and
+    the browser's page polls that one, so it stays as it is)."""
+    from . import preload
+
+    ok = preload.ready()
+    body = b"ready" if ok else b"starting"
+    await send({"type": "http.response.start", "status": 200 if ok else 503,
+                "headers": [(b"content-type", b"text/plain"), (b"cache-control", b"no-store"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:

@@ -43,6 +43,11 @@ def start() -> None:
         thread.start()
 
 
+def ready() -> bool:
+    """Whether script runs go ahead at once: no preload was started, or it has ended."""
+    return not _STARTED or _DONE.is_set()
+
+
 def wait() -> None:
     """Block until a started preload has ended (at most WAIT_S); at once when none was started."""
     if _STARTED:

@@ -94,3 +94,43 @@ def test_batcher_cost_bound_and_failure_isolation():
         t.join(5)
     assert results == {"hold": 4, "ok": 2, "fine": 4} and set(errors) == {"bad"}
     assert b.items >= 1 and slow.batches >= 3
+
+
+TEXTS_SHORT = ["The animal did not cross the street because it was tired", "i am good", "you are here now"]
+
+
+@pytest.mark.parametrize("model_type,overrides", [("bert", {}), ("roberta", {}), ("xlm-roberta", {"pad_token_id": 1}),
+                                                  ("distilbert", {})])
+def test_trace_many_on_local_encoder_folders(tmp_path, model_type, overrides):
+    """The batched traces of local BERT-family folders (learned positions, RoBERTa's offset, DistilBERT's sinusoids,
+    another pad id) equal their one-by-one traces: the app batches any encoder's short sentences."""
+    import torch
+    from hf_support import make_encoder
+
+    from model.hf.load import load_local
+
+    _, path = make_encoder(model_type, tmp_path / model_type, **overrides)
+    ours = load_local(torch.device("cpu"), path)
+    assert traces.can_batch(ours)
+    for text, got in zip(TEXTS_SHORT, traces.trace_many(ours, TEXTS_SHORT)):
+        want = traces.trace(ours, text)
+        assert got.source_ids == want.source_ids
+        np.testing.assert_allclose(got.encoder_attention, want.encoder_attention, atol=1e-5)
+        np.testing.assert_allclose(got.encoder_hidden_states, want.encoder_hidden_states, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_trace_many_on_multilingual_e5():
+    from model import load_model
+
+    e5 = load_model("multilingual-e5-small", "cpu")
+    texts = ["우리는 내일 아침 일찍 기차를 타고 부산에 간다", "The cat sat", "그 동물은 너무 피곤해서 길을 건너지 않았다"]
+    for text, got in zip(texts, traces.trace_many(e5, texts)):
+        want = traces.trace(e5, text)
+        assert got.source_tokens == want.source_tokens
+        np.testing.assert_allclose(got.encoder_attention, want.encoder_attention, atol=1e-5)
+        np.testing.assert_allclose(got.encoder_hidden_states, want.encoder_hidden_states, atol=1e-4)
+
+
+def test_models_without_trace_many_are_not_batched(paper_base):
+    assert not traces.can_batch(paper_base)  # an encoder-decoder traces its own way (greedy decoding first)

@@ -35,7 +35,8 @@ MODELS_ENV := $(if $(MODELS),HEADLIGHT_MODELS="$(MODELS)")
 run: $(STAMP)
 	$(MALLOC_ENV) $(MODELS_ENV) $(PY) -m ui.door run app.py --server.port $(PORT) $(RUN_ARGS)
 
-# several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (needs Debian's haproxy)
+# several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (installs Debian's haproxy when missing;
+# the port answers at once with a starting page until the processes are warm)
 serve: $(STAMP)
 	$(MALLOC_ENV) $(MODELS_ENV) PORT=$(PORT) deploy/serve.sh $(SERVE_ARGS)
 

@@ -204,9 +204,9 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
 def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitle: str = "",
                     metric: np.ndarray | None = None, metric_label: str = "", lang: str = "en"):
     """All heads as one matplotlib figure (pooled thumbnails, or the metric per head)."""
-    import matplotlib.pyplot as plt
+    from .export import font_family, pyplot, short_label
 
-    from .export import font_family, short_label
+    plt = pyplot()
 
     L, H = att.shape[:2]
     plt.rcParams["font.family"] = font_family()
@@ -236,10 +236,10 @@ def token_view_mpl(layer_att: np.ndarray, query: int, row_tokens: list[str], col
                    heads: list[int], *, top_k: int | None = None, min_weight: float = 0.01, title: str = "",
                    subtitle: str = "", lang: str = "en"):
     """The token view drawn with matplotlib: same lines, opacity = weight, one colour per head."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    from .export import font_family, pyplot, short_label
 
-    from .export import font_family, short_label
+    plt = pyplot()
+    from matplotlib.lines import Line2D
 
     lay = token_view_layout(layer_att, query, heads, top_k=top_k, min_weight=min_weight)
     lines, keys, rows, span, yk, yr = lay.lines, lay.keys, lay.rows, lay.span, lay.y_key, lay.y_row

@@ -11,23 +11,38 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-matplotlib.rcParams["text.parse_math"] = False  # labels carry user text ("$\\frac$"): never parse it as mathtext
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib import font_manager  # noqa: E402
-
-from .theme import MASKED_BG, SLIDE_FONT, tick_step  # noqa: E402
+from .theme import MASKED_BG, SLIDE_FONT, tick_step
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 _CJK_FONTS = ("Noto Sans CJK KR", "Noto Sans CJK JP", "Noto Sans CJK SC", "NanumGothic", "UnDotum")
 
 
+_SETUP = threading.Lock()
+
+
+def pyplot():
+    """matplotlib.pyplot, imported when an export is first drawn (not at start-up: ~0.4 s of every fresh process,
+    when a lecture hall waits for it) and set up once: the Agg backend, and no mathtext parsing of labels, which carry
+    user text ("$\\frac$"). Under a lock: two sessions exporting at once must not import it twice."""
+    with _SETUP:
+        import matplotlib
+
+        if matplotlib.get_backend().lower() != "agg":
+            matplotlib.use("Agg")
+        matplotlib.rcParams["text.parse_math"] = False
+        import matplotlib.pyplot as plt
+    return plt
+
+
 def font_family() -> list[str]:
     """DejaVu Sans first, then a CJK font when installed, so Korean labels render."""
+    pyplot()
+    from matplotlib import font_manager
+
     have = {f.name for f in font_manager.fontManager.ttflist}
     return ["DejaVu Sans", *[f for f in _CJK_FONTS if f in have]]
 
@@ -59,6 +74,7 @@ def heatmap_figure(
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
     rows, cols = m.shape
+    plt = pyplot()
     plt.rcParams["font.family"] = font_family()
     side = min(16.0, max(6.0, 0.32 * max(rows, cols) + 3))
     fig, ax = plt.subplots(figsize=(side * 1.15, side), dpi=150)
@@ -100,7 +116,7 @@ def figure_bytes(fig, fmt: str = "png") -> bytes:
     try:
         fig.savefig(buf, format=fmt, bbox_inches="tight")
     finally:
-        plt.close(fig)
+        pyplot().close(fig)
     return buf.getvalue()
 
 

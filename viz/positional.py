@@ -105,7 +105,9 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
 
 def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = "", lang: str = "en"):
     """Matplotlib version of `pe_curves`, for PNG / SVG / PDF export."""
-    import matplotlib.pyplot as plt
+    from viz.export import pyplot
+
+    plt = pyplot()
 
     n, d = pe.shape
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=150)
@@ -125,9 +127,9 @@ def curves_figure(pe: np.ndarray, dims: list[int], *, title: str = "", lang: str
 def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
                     title: str = "", subtitle: str = "", lang: str = "en"):
     """Matplotlib version of `embedding_triptych`: X, PE, (token type), X + PE on one colour scale."""
-    import matplotlib.pyplot as plt
+    from viz.export import font_family, pyplot, short_label
 
-    from viz.export import font_family, short_label
+    plt = pyplot()
 
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
     labels = labels or {}

@@ -72,7 +72,7 @@ def _page(kind: str, lang: str, *, link: str | None = None, refresh: int | None 
     meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
     return ("<!doctype html><html lang=\"" + lang + "\"><head><meta charset=\"utf-8\">" + meta +
             "<meta name=\"viewport\" content=\"width=device-width\"><title>Headlight</title>"
-            "<style>body{font-family:sans-serif;max-width:40em;margin:3em auto;padding:0 1em;line-height:1.5}"
+            "<style>body{font-family:sans-serif;max-width:40em;margin:3em auto;padding:0 1em;line-height:1.5;word-break:keep-all}"
             "section+section{margin-top:2em;color:#555}</style></head><body>"
             + "".join(parts) + "</body></html>").encode("utf-8")
 

@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +46,14 @@ def test_serve_answers_at_once_then_serves_the_app(tmp_path):
            "HEADLIGHT_RUN_DIR": str(tmp_path), "PY": str(Path(os.sys.executable))}
     proc = subprocess.Popen(["deploy/serve.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
+    lines: list[str] = []  # serve.sh's messages, read as they come (it says "ready on" just after marking ready)
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line.decode())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         url = f"http://127.0.0.1:{port}/?text=hello&lang=ko"
         deadline = time.monotonic() + 20
@@ -71,11 +80,15 @@ def test_serve_answers_at_once_then_serves_the_app(tmp_path):
         assert status == 200 and "x-headlight-starting" not in headers
         assert "<noscript>" in body or "streamlit" in body.lower()  # Streamlit's page
         assert get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200
+        deadline = time.monotonic() + 20  # HAProxy routes to a process as soon as it is marked; the message follows
+        while time.monotonic() < deadline and not any("ready on" in x for x in lines):
+            time.sleep(0.1)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-    out = proc.stdout.read().decode()
+    reader.join(10)
+    out = "".join(lines)
     assert "answers now (a starting page)" in out and "ready on" in out

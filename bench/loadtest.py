@@ -56,7 +56,7 @@ MAX_STUDENTS = 400
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ALERT_ERROR = 1  # Alert.Format.ERROR
 TEXT_KEY = "text"  # the Sentence box's widget key (ui/state.py K_TEXT)
-STARTING_REFRESH_S = 1.0  # the starting page's reload interval (ui/door.py STARTING_REFRESH_S)
+STARTING_POLL_S = 0.25  # how often the starting page asks again (ui/door.py STARTING_POLL_S; --starting-poll)
 
 _WORDS = ("the animal didn't cross the street because it was tired a dog ate the food hungry teacher student "
           "model attention head layer token river bank money sat on green small quick brown fox jumps over lazy "
@@ -319,7 +319,7 @@ async def run_student(st: Student, host: str, port: int, timeout: float, delay: 
             if status != 503 or "x-headlight-starting" not in headers or time.monotonic() - t0 > timeout:
                 break
             st.starting_waits += 1
-            await asyncio.sleep(STARTING_REFRESH_S)
+            await asyncio.sleep(STARTING_POLL_S)
         if status != 200:
             st.errors.append(f"http {status} on /_stcore/host-config")
             return st
@@ -655,8 +655,11 @@ def parse_args(argv=None):
     p.add_argument("--cold-wait", type=float, default=120.0, help="--cold: seconds to wait for the app")
     p.add_argument("--from-port", action="store_true", help="--cold: send the students as soon as the port accepts "
                    "connections, not when the app answers /_stcore/health (behind make serve's balancer they meet "
-                   "its starting page and reload it every second, as a browser does; their times count from their "
-                   "first request)")
+                   "its starting page and ask again every --starting-poll seconds, as its script does in a browser; their "
+                   "times count from their first request)")
+    p.add_argument("--starting-poll", type=float, default=STARTING_POLL_S, metavar="S",
+                   help="--from-port: seconds between a starting student's requests (the page's poll; 1.0 for the "
+                   "starting page before it polled, a 1 s reload)")
     p.add_argument("--pid", type=int, help="server process whose tree is measured (default: the port's listener)")
     p.add_argument("--max-seconds", type=float, help="hard cap per run (default ramp + 2 x timeout + 30)")
     p.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
@@ -682,7 +685,9 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
+    global STARTING_POLL_S
     args = parse_args(argv)
+    STARTING_POLL_S = args.starting_poll
     MODEL[0] = args.model
     host, port = check_loopback(args.url)
     n = args.long or args.students

@@ -7,6 +7,7 @@ import torch
 from .bert import BertEncoder
 from .config import PRESETS
 from .loaded import EncoderModel, Seq2SeqModel
+from .noinit import no_random_init
 from .tokenizer import TextTokenizer
 from .transformer import Transformer
 from .weights import load_minilm, minilm_dir
@@ -14,7 +15,8 @@ from .weights import load_minilm, minilm_dir
 
 def load_minilm_l6(device: torch.device) -> EncoderModel:
     config = PRESETS["minilm-l6"]
-    module = BertEncoder(config)  # random init (~0.1 s); on the meta device it would import torch._dynamo (3 s)
+    with no_random_init():  # every parameter is loaded below, strictly
+        module = BertEncoder(config)
     tok_path = load_minilm(module)
     tok = TextTokenizer.from_file(tok_path, config.max_positions)
     return EncoderModel("minilm-l6", module, tok, device, trained=True,

@@ -28,6 +28,7 @@ from .config import PRESETS, TransformerConfig
 from .data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, TASK_TOKENS, TASKS, UNK
 from .errors import InputError, WeightsError
 from .loaded import Seq2SeqModel
+from .noinit import no_random_init
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .transformer import Transformer
 from .weights import SEQ2SEQ_TINY_SHA256, load_checkpoint, verify_file
@@ -175,7 +176,8 @@ def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Se
     if tok.vocab_size != config.vocab_size:
         raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {fix}",
                            key="checkpoint_vocab", tokens=tok.vocab_size, model=config.vocab_size, fix=fix)
-    with torch.random.fork_rng(devices=[]):  # the random init is overwritten; keep the global RNG untouched
+    # every parameter is loaded below, strictly: no random weights drawn, and the global RNG left untouched
+    with no_random_init(), torch.random.fork_rng(devices=[]):
         module = Transformer(config)
     load_checkpoint(module, directory / "model.safetensors", fix)
     return Seq2SeqTiny(NAME, module, tok, device, trained=True, bos=BOS, eos=EOS,

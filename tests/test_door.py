@@ -68,9 +68,9 @@ def test_starting_page_both_languages_reloads_itself():
     ko = starting_page("ko").decode()
     en = starting_page("en").decode()
     assert ko.index("시작하는 중") < ko.index("is starting") and en.index("is starting") < en.index("시작하는 중")
-    for page in (ko, en):
-        assert f'<meta http-equiv="refresh" content="{STARTING_REFRESH_S}">' in page  # the same link, query kept
-        assert "<script" not in page
+    for page in (ko, en):  # without JavaScript: a reload of the same link (query kept) every second
+        assert f'<noscript><meta http-equiv="refresh" content="{STARTING_REFRESH_S}"></noscript>' in page
+        assert page.count("<script>") == 1 and "location.reload()" in page  # with it: the poll (browser test below)
     out = subprocess.run([sys.executable, "-m", "ui.door", "starting-page", "ko"], capture_output=True, check=True,
                          cwd=__import__("pathlib").Path(__file__).resolve().parents[1]).stdout
     assert out.decode() == ko  # what deploy/serve.sh writes for HAProxy
@@ -118,3 +118,78 @@ def test_ready_path_follows_the_preload(monkeypatch):
     assert status() == (503, b"starting")
     preload._DONE.set()
     assert status() == (200, b"ready")
+
+
+def test_starting_page_turns_into_the_app_as_soon_as_it_answers():
+    """In Chromium: the starting page polls its own link and reloads it (query kept) within a poll of the server
+    answering; a 503 keeps it waiting, one request at a time."""
+    import http.server
+    import threading
+    import time
+
+    import pytest
+    from browser_support import browser_available, chromium_browser
+
+    from ui.door import starting_page
+
+    reason = browser_available()
+    if reason:
+        pytest.skip(reason)
+    state = {"ready_at": None, "requests": [], "open": 0, "max_open": 0}
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, body: bool) -> None:
+            with lock:
+                state["open"] += 1
+                state["max_open"] = max(state["max_open"], state["open"])
+                state["requests"].append((time.monotonic(), self.command, self.path))
+            try:
+                ready = state["ready_at"] is not None and time.monotonic() >= state["ready_at"]
+                page = b"<!doctype html><title>app</title><h1 id=app>the app</h1>" if ready else starting_page("en")
+                self.send_response(200 if ready else 503)
+                self.send_header("content-type", "text/html; charset=utf-8")
+                self.send_header("content-length", str(len(page)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(page)
+            finally:
+                with lock:
+                    state["open"] -= 1
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self._answer(True)
+
+        def do_HEAD(self):  # noqa: N802
+            self._answer(False)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as p:
+            browser = chromium_browser(p)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_port}/steps?text=hello&lang=ko")
+            assert "is starting" in page.content()
+            page.wait_for_timeout(1000)  # still starting: it keeps polling
+            polls = [r for r in state["requests"] if r[1] == "HEAD"]
+            assert len(polls) >= 2 and "the app" not in page.content()
+            state["ready_at"] = time.monotonic()
+            page.wait_for_selector("#app", timeout=5000)
+            assert page.url.endswith("/steps?text=hello&lang=ko")  # the same link
+            link = [r for r in state["requests"] if r[2].startswith("/steps")]  # not the browser's /favicon.ico
+            before = [r for r in link if r[0] < state["ready_at"]]
+            after = [r for r in link if r[0] >= state["ready_at"]]
+            # while starting the page was loaded once and then only polled (no reload cycle); the reload came
+            # right after the first poll that was answered
+            assert [r[1] for r in before].count("GET") == 1
+            assert [r[1] for r in after][:2] == ["HEAD", "GET"]
+            assert state["max_open"] <= 1  # one request at a time
+            browser.close()
+    finally:
+        server.shutdown()

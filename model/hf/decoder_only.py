@@ -13,6 +13,7 @@ import torch
 
 from ..errors import InputError
 from ..loaded import LoadedModel
+from ..noinit import no_random_init
 from ..tokenizer import check_text
 from ..trace import AttentionTrace
 from .checkpoint import Checkpoint, load_state
@@ -128,7 +129,8 @@ def load_decoder(folder: Folder, device: torch.device, name: str) -> DecoderOnly
     config, act, tie = gpt2_config(f)
     ck = Checkpoint(folder.weight_files, anchor="wte.weight")
     state = gpt2_state(ck, config, tie)
-    module = GPT2(config, tie)
+    with no_random_init():  # load_state is strict: every parameter is overwritten
+        module = GPT2(config, tie)
     set_activation(module, act)
     load_state(module, state)
     tok = load_tokenizer(folder.path, config.max_positions, config.vocab_size)

@@ -15,6 +15,7 @@ from ..bert import BertEncoder
 from ..config import TransformerConfig
 from ..embeddings import Embedding
 from ..loaded import EncoderModel
+from ..noinit import no_random_init
 from ..positional import sinusoidal_table
 from .checkpoint import Checkpoint, load_state
 from .configs import Fields, set_activation
@@ -124,9 +125,10 @@ def build_encoder(folder: Folder) -> tuple[BertEncoder, str]:
     config, act, rows = _distilbert_config(f) if folder.model_type == "distilbert" else _bert_config(f)
     ck = Checkpoint(folder.weight_files, anchor="embeddings.word_embeddings.weight")
     state = encoder_state(ck, config, folder.model_type, rows)
-    module = BertEncoder(config)
-    if folder.model_type in ("roberta", "xlm-roberta"):
-        module.embed = PaddedPositionEmbedding(config, rows)
+    with no_random_init():  # load_state is strict: every parameter is overwritten
+        module = BertEncoder(config)
+        if folder.model_type in ("roberta", "xlm-roberta"):
+            module.embed = PaddedPositionEmbedding(config, rows)
     set_activation(module, act)
     load_state(module, state)
     return module, act

@@ -23,6 +23,7 @@ from ..embeddings import Embedding
 from ..layers import Decoder, Encoder, stack_ablations
 from ..loaded import LoadedModel, Seq2SeqModel
 from ..masks import causal_mask
+from ..noinit import no_random_init
 from ..transformer import Transformer
 from .checkpoint import Checkpoint, load_state
 from .configs import Fields, set_activation
@@ -161,7 +162,8 @@ def build_seq2seq(folder: Folder) -> tuple[HFSeq2Seq, str, dict]:
     config, act, ids = seq2seq_config(f)
     ck = Checkpoint(folder.weight_files, anchor="encoder.layers.0.self_attn.q_proj.weight")
     state = seq2seq_state(ck, config, folder.model_type == "bart")
-    module = HFSeq2Seq(config)
+    with no_random_init():  # load_state is strict: every parameter is overwritten
+        module = HFSeq2Seq(config)
     set_activation(module, act)
     load_state(module, state)
     return module, act, ids

@@ -25,6 +25,7 @@ class TransformerConfig:
     n_encoder_layers: int = 6  # N identical encoder layers
     n_decoder_layers: int = 6  # N identical decoder layers (0: encoder only)
     d_ff: int = 2048  # hidden width of the position-wise feed-forward net
+    d_ff_decoder: int | None = None  # the decoder's, where it differs (BART / Marian decoder_ffn_dim); None: d_ff
     dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights
     vocab_size: int = 30522  # rows of the token embedding table
     max_positions: int = 512  # longest input the model accepts

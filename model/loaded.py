@@ -59,6 +59,12 @@ class LoadedModel:
         self.trained = trained
         self.description = description
 
+    @property
+    def activation(self) -> str:
+        """The Feed Forward's non-linearity by its config name ("gelu", "relu", "gelu_new", "swish", ...): a local
+        folder's (model/hf/configs.py set_activation), else the config's."""
+        return getattr(self.module, "activation_name", None) or self.config.activation
+
     # the embedding module whose `parts` give X, PE and X + PE
     @property
     def source_embedding(self):

@@ -33,7 +33,8 @@ STEP_TABS = {m: [t(f"steps.tab.{n}") for n in step_tabs("encoder", False, pre_ln
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf-app")
     paths = {"hl-bert": make_encoder("bert", root / "hl-bert")[1], "hl-gpt2": make_gpt2(root / "hl-gpt2")[1],
-             "hl-bart": make_bart(root / "hl-bart")[1]}
+             # a decoder deeper and with a narrower FFN than its encoder (decoder_ffn_dim differs)
+             "hl-bart": make_bart(root / "hl-bart", decoder_layers=3, decoder_ffn_dim=19)[1]}
     specs = register_local_models(",".join(str(p) for p in paths.values()))
     yield {s.name: s for s in specs}
     for s in specs:  # other tests see the built-in registry only

@@ -83,7 +83,7 @@ def test_unknown_model_type_names_the_supported_ones(bert_dir, tmp_path, changes
     ({"position_embedding_type": "relative_key"}, ["position_embedding_type='relative_key'", "'absolute'"]),
     ({"is_decoder": True}, ["is_decoder=True"]),
     ({"add_cross_attention": True}, ["add_cross_attention=True"]),
-    ({"hidden_act": "mish"}, ["hidden_act='mish'", "gelu, relu"]),
+    ({"hidden_act": "laplace"}, ["hidden_act='laplace'", "gelu, gelu_python, relu"]),
 ])
 def test_unsupported_bert_options(bert_dir, tmp_path, changes, needles):
     d = copy_dir(bert_dir, tmp_path / "o")

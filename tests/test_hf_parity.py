@@ -154,7 +154,8 @@ def seq2seq_check(hf, ours, text: str, n_new: int = 5) -> None:
     assert forced.meta["teacher_forced"] and forced.target_tokens[1:] == ["le", "chat", "est", "sur"]
 
 
-@pytest.mark.parametrize("overrides", [{}, {"scale_embedding": False, "activation_function": "relu"}])
+@pytest.mark.parametrize("overrides", [{}, {"scale_embedding": False, "activation_function": "relu"},
+                                       {"decoder_ffn_dim": 19, "decoder_layers": 3, "encoder_layers": 1}])
 def test_bart_parity_and_greedy(tmp_path, overrides):
     hf, path = make_bart(tmp_path / "bart", **overrides)
     hf_eager(hf)
@@ -245,3 +246,27 @@ def test_gpt2_head_surgery_matches_transformers_with_the_head_zeroed(tmp_path):
     plain = next_token_effect(ours, TEXT, [], "zero")  # nothing ablated: before == after, bit for bit
     assert plain.top_before == plain.top_after and plain.output_before == plain.output_after
     assert eff.top_before == plain.top_before and eff.top_after != eff.top_before  # the ablation changed something
+
+
+def test_every_activation_is_transformers_own():
+    """Each config.json activation name we accept computes what transformers' ACT2FN computes under that name."""
+    from transformers.activations import ACT2FN
+
+    from model.hf.configs import ACTIVATIONS
+
+    x = torch.linspace(-12, 12, 2001)
+    for name, fn in ACTIVATIONS.items():
+        np.testing.assert_allclose(fn(x).numpy(), ACT2FN[name](x).numpy(), atol=1e-6, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("model_type,act_field,act", [("bert", "hidden_act", "quick_gelu"),
+                                                      ("roberta", "hidden_act", "mish")])
+def test_encoder_parity_other_activations(tmp_path, model_type, act_field, act):
+    hf, path = make_encoder(model_type, tmp_path / model_type, **{act_field: act})
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    assert ours.activation == act  # what Step by step and the tour name
+    tr = ours.trace(TEXT, intermediates=True)
+    ref = hf_run(hf, input_ids=torch.tensor([tr.source_ids]))
+    close(tr.encoder_attention, torch.stack([a[0] for a in ref.attentions]), ATOL_ATT)
+    close(tr.encoder_hidden_states, torch.stack([h[0] for h in ref.hidden_states]), ATOL_HID)

@@ -288,7 +288,7 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
         figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
                                    lecture=view.lecture)
     else:
-        act = getattr(view.model.config, "activation", "relu").upper()
+        act = view.model.activation.upper()
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them

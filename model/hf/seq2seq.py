@@ -52,7 +52,7 @@ class HFSeq2Seq(Transformer):
         self.src_embed = Embedding(config)
         self.tgt_embed = Embedding(config)
         self.encoder = Encoder(config, config.n_encoder_layers)
-        self.decoder = Decoder(config, config.n_decoder_layers)
+        self.decoder = Decoder(config.replace(d_ff=config.d_ff_decoder or config.d_ff), config.n_decoder_layers)
         self.generator = nn.Linear(config.d_model, config.vocab_size)  # bias = final_logits_bias
         self.tgt_embed.token.weight = self.src_embed.token.weight
         if config.tie_embeddings:
@@ -83,9 +83,10 @@ def seq2seq_config(f: Fields) -> tuple[TransformerConfig, str, dict]:
         f.require("share_encoder_decoder_embeddings", True, True)
     d = f.int("d_model")
     heads = f.int("encoder_attention_heads")
-    for a, b in (("decoder_attention_heads", "encoder_attention_heads"), ("decoder_ffn_dim", "encoder_ffn_dim")):
-        if f.int(a) != f.int(b):
-            f.unsupported(a, f.int(a), f"equal to {b} ({f.int(b)})")
+    # one head count for every block (the pages pick a head across blocks); the FFN widths may differ
+    if f.int("decoder_attention_heads") != heads:
+        f.unsupported("decoder_attention_heads", f.int("decoder_attention_heads"),
+                      f"equal to encoder_attention_heads ({heads})")
     f.heads(d, heads, "encoder_attention_heads")
     vocab = f.int("vocab_size")
     if not bart and f.config.get("decoder_vocab_size") not in (None, vocab):
@@ -100,7 +101,7 @@ def seq2seq_config(f: Fields) -> tuple[TransformerConfig, str, dict]:
             f.bad(name, f"({ids[role]}) is not below vocab_size {vocab}")
     config = TransformerConfig(
         d_model=d, n_heads=heads, n_encoder_layers=f.int("encoder_layers"), n_decoder_layers=f.int("decoder_layers"),
-        d_ff=f.int("encoder_ffn_dim"), dropout=0.0, vocab_size=vocab,
+        d_ff=f.int("encoder_ffn_dim"), d_ff_decoder=f.int("decoder_ffn_dim"), dropout=0.0, vocab_size=vocab,
         max_positions=f.int("max_position_embeddings", 1024), activation="gelu", positional="learned",
         layer_norm_eps=1e-5, type_vocab_size=0, embedding_layer_norm=bart,
         scale_embeddings=f.flag("scale_embedding", not bart), tie_embeddings=f.flag("tie_word_embeddings", True),
@@ -114,7 +115,7 @@ NORMS = {"encoder": {"self_attn_layer_norm": "norm1", "final_layer_norm": "norm2
 
 
 def seq2seq_state(ck: Checkpoint, config: TransformerConfig, bart: bool) -> dict[str, torch.Tensor]:
-    d, ff, V, P = config.d_model, config.d_ff, config.vocab_size, config.max_positions
+    d, V, P = config.d_model, config.vocab_size, config.max_positions
     token = ck.get("shared.weight" if ck.has("shared.weight") else "encoder.embed_tokens.weight", (V, d))
     bias = ck.optional("final_logits_bias", (1, V))
     s = {"src_embed.token.weight": token, "tgt_embed.token.weight": token,
@@ -130,6 +131,7 @@ def seq2seq_state(ck: Checkpoint, config: TransformerConfig, bart: bool) -> dict
             table = ck.optional(f"{stack}.embed_positions.weight", (P, d))
             s[f"{embed}.position.weight"] = table if table is not None else marian_sinusoids(P, d)
         n_layers = config.n_encoder_layers if stack == "encoder" else config.n_decoder_layers
+        ff = config.d_ff if stack == "encoder" else (config.d_ff_decoder or config.d_ff)
         for i in range(n_layers):
             src, dst = f"{stack}.layers.{i}.", f"{stack}.layers.{i}."
             w = lambda n, shape, src=src: ck.get(src + n + ".weight", shape)  # noqa: E731
@@ -175,5 +177,6 @@ def load_seq2seq(folder: Folder, device: torch.device, name: str) -> FolderSeq2S
     tok = load_tokenizer(folder.path, c.max_positions, c.vocab_size)
     scale = f", embeddings x sqrt({c.d_model}) = {math.sqrt(c.d_model):.1f}" if c.scale_embeddings else ""
     desc = (f"{folder.model_type} from {folder.path}: encoder-decoder, {c.n_encoder_layers} + {c.n_decoder_layers} "
-            f"layers x {c.n_heads} heads, d_model {c.d_model}, d_k {c.d_k}, {act} FFN of {c.d_ff}{scale}.")
+            f"layers x {c.n_heads} heads, d_model {c.d_model}, d_k {c.d_k}, {act} FFN of {c.d_ff}"
+            + (f" (decoder {c.d_ff_decoder})" if c.d_ff_decoder not in (None, c.d_ff) else "") + f"{scale}.")
     return FolderSeq2SeqModel(name, module, tok, device, start_id=ids["start"], eos_id=ids["eos"], description=desc)

@@ -46,7 +46,9 @@ class HFSeq2Seq(Transformer):
     """The Transformer's interface (encode, decode, forward, greedy_decode) with HF's parameterisation:
     separate position tables, tied token embeddings and output, a bias on the logits."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, share_embeddings: bool = True):
+        """`share_embeddings`: the encoder and decoder read one token table (a folder saved with
+        tie_word_embeddings false by transformers 5 has one of its own for each; then the output is a third)."""
         nn.Module.__init__(self)  # Transformer.__init__ would draw a random init; the weights come from the folder
         self.config = config
         self.src_embed = Embedding(config)
@@ -54,7 +56,8 @@ class HFSeq2Seq(Transformer):
         self.encoder = Encoder(config, config.n_encoder_layers)
         self.decoder = Decoder(config.replace(d_ff=config.d_ff_decoder or config.d_ff), config.n_decoder_layers)
         self.generator = nn.Linear(config.d_model, config.vocab_size)  # bias = final_logits_bias
-        self.tgt_embed.token.weight = self.src_embed.token.weight
+        if share_embeddings:
+            self.tgt_embed.token.weight = self.src_embed.token.weight
         if config.tie_embeddings:
             self.generator.weight = self.src_embed.token.weight
 
@@ -117,8 +120,13 @@ NORMS = {"encoder": {"self_attn_layer_norm": "norm1", "final_layer_norm": "norm2
 def seq2seq_state(ck: Checkpoint, config: TransformerConfig, bart: bool) -> dict[str, torch.Tensor]:
     d, V, P = config.d_model, config.vocab_size, config.max_positions
     token = ck.get("shared.weight" if ck.has("shared.weight") else "encoder.embed_tokens.weight", (V, d))
+    # tied (the usual case, one table saved): both read `shared`; untied (transformers 5, tie_word_embeddings
+    # false): each stack its own table, saved under its own name
+    tables = {stack: token if config.tie_embeddings else ck.optional(f"{stack}.embed_tokens.weight", (V, d))
+              for stack in ("encoder", "decoder")}
     bias = ck.optional("final_logits_bias", (1, V))
-    s = {"src_embed.token.weight": token, "tgt_embed.token.weight": token,
+    s = {"src_embed.token.weight": token if tables["encoder"] is None else tables["encoder"],
+         "tgt_embed.token.weight": token if tables["decoder"] is None else tables["decoder"],
          "generator.weight": token if config.tie_embeddings else ck.get("lm_head.weight", (V, d)),
          "generator.bias": bias[0] if bias is not None else torch.zeros(V)}
     for stack, embed in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
@@ -164,8 +172,9 @@ def build_seq2seq(folder: Folder) -> tuple[HFSeq2Seq, str, dict]:
     config, act, ids = seq2seq_config(f)
     ck = Checkpoint(folder.weight_files, anchor="encoder.layers.0.self_attn.q_proj.weight")
     state = seq2seq_state(ck, config, folder.model_type == "bart")
+    shared = torch.equal(state["src_embed.token.weight"], state["tgt_embed.token.weight"])
     with no_random_init():  # load_state is strict: every parameter is overwritten
-        module = HFSeq2Seq(config)
+        module = HFSeq2Seq(config, share_embeddings=shared)
     set_activation(module, act)
     load_state(module, state)
     return module, act, ids

@@ -83,7 +83,9 @@ def decoder_run(loaded, source: str, target: str, n_pad: int = 1, layers: bool |
     with torch.inference_mode():
         s = torch.tensor([src.ids], device=loaded.device)  # (1, m)
         t = torch.tensor([ids], device=loaded.device)  # (1, T)
-        out = loaded.module(s, t, record=layers)
+        keep = t != cfg.pad_id  # (1, T): the padding appended here (the start token is kept by the module)
+        keep[:, 0] = True
+        out = loaded.module(s, t, record=layers, tgt_keep=keep)
         stages = {i: {k: v[0] for k, v in _stage_arrays(r["self"], out.tgt_mask).items()}
                   for i, r in out.decoder.records.items()}
     return freeze(DecoderRun(source_tokens=src.tokens, tokens=[tok(i) or "?" for i in ids], ids=np.array(ids),

@@ -15,7 +15,7 @@ from torch import nn
 from .config import TransformerConfig
 from .embeddings import Embedding
 from .layers import Decoder, Encoder, StackOutput, stack_ablations
-from .masks import decoder_mask, padding_mask
+from .masks import causal_mask, decoder_mask, padding_mask
 
 
 @dataclass
@@ -61,20 +61,26 @@ class Transformer(nn.Module):
                             upto=upto), src_mask
 
     def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None):
+               ablations: dict | None = None, tgt_keep: torch.Tensor | None = None):
         """tgt (b, n), memory (b, m, d) -> (StackOutput with hidden (b, n, d), tgt_mask (b, 1, n, n)).
-        ablations: {("decoder_self" | "cross", layer): HeadAblation}."""
-        tgt_mask = decoder_mask(tgt, self.config.pad_id)
+        ablations: {("decoder_self" | "cross", layer): HeadAblation}. tgt_keep (b, n): which target keys are real
+        (a padded batch); by default every <pad> id is padding."""
+        if tgt_keep is None:
+            tgt_mask = decoder_mask(tgt, self.config.pad_id)
+        else:
+            tgt_mask = tgt_keep[:, None, None, :] & causal_mask(tgt.shape[1], tgt.device)[None, None]
         abl = stack_ablations(ablations, {"self": "decoder_self", "cross": "cross"}, len(self.decoder.layers))
         out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record, hidden=hidden,
                            ablations=abl)
         return out, tgt_mask
 
     def forward(self, src, tgt, *, record: bool | set[int] = False, hidden: bool = False,
-                ablations: dict | None = None) -> Seq2SeqOutput:
-        """Teacher forcing: tgt is the shifted target (starts with <bos>), all positions in one pass."""
+                ablations: dict | None = None, tgt_keep: torch.Tensor | None = None) -> Seq2SeqOutput:
+        """Teacher forcing: tgt is the shifted target (starts with <bos>), all positions in one pass. tgt_keep:
+        decode's."""
         enc, src_mask = self.encode(src, record=record, hidden=hidden, ablations=ablations)
-        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record, hidden=hidden, ablations=ablations)
+        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record, hidden=hidden, ablations=ablations,
+                                    tgt_keep=tgt_keep)
         return Seq2SeqOutput(self.generator(dec.hidden), enc, dec, src_mask, tgt_mask)
 
     def next_logits(self, h: torch.Tensor) -> torch.Tensor:

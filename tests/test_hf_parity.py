@@ -273,3 +273,22 @@ def test_encoder_parity_other_activations(tmp_path, model_type, act_field, act):
     ref = hf_run(hf, input_ids=torch.tensor([tr.source_ids]))
     close(tr.encoder_attention, torch.stack([a[0] for a in ref.attentions]), ATOL_ATT)
     close(tr.encoder_hidden_states, torch.stack([h[0] for h in ref.hidden_states]), ATOL_HID)
+
+
+def test_a_generated_pad_is_a_token_as_in_transformers(tmp_path):
+    """A random Marian that emits <pad> (its decoder start) mid-output: transformers runs the decoder without a
+    decoder_attention_mask, so that <pad> is a key like any other; ours too, and greedy decoding agrees. Padding the
+    Mask lab appends is still masked (tgt_keep)."""
+    from analysis.masks import decoder_run
+
+    hf, path = make_marian(tmp_path / "m", seed=179, d_model=4, encoder_attention_heads=2, decoder_attention_heads=2,
+                           encoder_layers=1, decoder_layers=1, encoder_ffn_dim=37, decoder_ffn_dim=33,
+                           activation_function="gelu", max_position_embeddings=12)
+    hf_eager(hf)
+    ours = load_local(CPU, path)
+    tr = ours.trace(TEXT, max_new_tokens=5)
+    pad = hf.config.pad_token_id
+    assert pad in tr.target_ids[1:]  # the case under test: a <pad> after the start
+    seq2seq_check(hf, ours, TEXT)
+    run = decoder_run(ours, "i am good", "le chat", n_pad=2)
+    assert not run.mask[:, -2:].any() and run.mask[:, 0].all()  # the appended padding, never a key; the start, always

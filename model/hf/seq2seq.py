@@ -62,9 +62,12 @@ class HFSeq2Seq(Transformer):
             self.generator.weight = self.src_embed.token.weight
 
     def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None):
-        """tgt (b, n) -> (StackOutput, tgt_mask (b, 1, n, n)): look-ahead AND not padding, the start token kept."""
-        keep = tgt != self.config.pad_id  # (b, n)
+               ablations: dict | None = None, tgt_keep: torch.Tensor | None = None):
+        """tgt (b, n) -> (StackOutput, tgt_mask (b, 1, n, n)): look-ahead AND tgt_keep (b, n), the keys that are
+        not padding, given by whoever padded a batch. Without it every target token is a key, as transformers runs
+        the decoder without a decoder_attention_mask: a <pad> id the model generated (Marian starts from <pad>, and
+        a model may emit it) is a token like any other, so greedy decoding matches transformers'."""
+        keep = torch.ones_like(tgt, dtype=torch.bool) if tgt_keep is None else tgt_keep.clone()  # (b, n)
         keep[:, 0] = True  # the decoder start (Marian: <pad> itself)
         tgt_mask = keep[:, None, None, :] & causal_mask(tgt.shape[1], tgt.device)[None, None]
         abl = stack_ablations(ablations, {"self": "decoder_self", "cross": "cross"}, len(self.decoder.layers))

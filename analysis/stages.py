@@ -63,9 +63,10 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
     scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
     W_O (d, d), output (n, d) = Z_all W_O + b_O."""
-    cfg = loaded.config
-    if not 0 <= head < cfg.n_heads:
-        raise ValueError(f"head {head} out of range 0..{cfg.n_heads - 1}")
+    n_heads = loaded.n_heads(block)
+    d_k = loaded.config.d_model // n_heads
+    if not 0 <= head < n_heads:
+        raise ValueError(f"head {head} out of range 0..{n_heads - 1}")
     rec = layer_record(loaded, trace, block, layer)
     kind = _KIND[block]
     att = rec[kind]
@@ -74,7 +75,7 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     layer_mod = loaded.layer_modules(block)[layer]
     mha = layer_mod.cross_attn if kind == "cross" else layer_mod.self_attn
     P = mha.projection_matrices()
-    cols = slice(head * cfg.d_k, (head + 1) * cfg.d_k)
+    cols = slice(head * d_k, (head + 1) * d_k)
     # the query input: the layer input, or (cross-attention) the state after the masked self-attention sublayer
     # (pre-LN GPT-2: the attention reads LN_1(x))
     x = rec["layer"]["norm1"] if kind == "cross" else rec["layer"].get("ln_1", rec["layer"]["x"])

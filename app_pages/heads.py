@@ -11,6 +11,7 @@ from ui.state import require_trace
 from ui.widgets import layer_head
 
 view = current_view()
+view = view.on_block(view.model.main_block)  # the lab reads the encoder (or a decoder-only model's one stack)
 st.title(t("heads.page", view.lang))
 require_trace(view)
 st.caption(t("heads.caption", view.lang, model=view.model_name, where=layer_head(view.layer, view.head, view.lang),

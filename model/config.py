@@ -26,6 +26,7 @@ class TransformerConfig:
     n_decoder_layers: int = 6  # N identical decoder layers (0: encoder only)
     d_ff: int = 2048  # hidden width of the position-wise feed-forward net
     d_ff_decoder: int | None = None  # the decoder's, where it differs (BART / Marian decoder_ffn_dim); None: d_ff
+    n_heads_decoder: int | None = None  # the decoder's heads (self and cross), where they differ; None: n_heads
     dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights
     vocab_size: int = 30522  # rows of the token embedding table
     max_positions: int = 512  # longest input the model accepts
@@ -39,10 +40,19 @@ class TransformerConfig:
     pad_id: int = 0  # id of the padding token
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
-            )
+        for heads in (self.n_heads, self.n_heads_decoder or self.n_heads):
+            if self.d_model % heads:
+                raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({heads})")
+
+    def block_heads(self, block: str = "encoder") -> int:
+        """Heads of a block: "encoder" (or a decoder-only model's stack) n_heads; "decoder_self" / "cross" the
+        decoder's."""
+        return self.n_heads if block == "encoder" else (self.n_heads_decoder or self.n_heads)
+
+    def decoder_config(self) -> TransformerConfig:
+        """The config the decoder's layers are built with (its own FFN width and heads where they differ)."""
+        return self.replace(d_ff=self.d_ff_decoder or self.d_ff, n_heads=self.n_heads_decoder or self.n_heads,
+                            d_ff_decoder=None, n_heads_decoder=None)
 
     @property
     def d_k(self) -> int:

@@ -92,6 +92,10 @@ class LoadedModel:
         cfg = self.config
         return cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
 
+    def n_heads(self, block: str = "encoder") -> int:
+        """Heads of a block (an encoder-decoder's decoder may have its own count)."""
+        return self.config.block_heads(block)
+
     def layer_modules(self, block: str = "encoder"):
         """The block's layer modules (each with .self_attn)."""
         return self.module.encoder.layers if block == "encoder" else self.module.decoder.layers

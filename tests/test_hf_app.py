@@ -33,8 +33,9 @@ STEP_TABS = {m: [t(f"steps.tab.{n}") for n in step_tabs("encoder", False, pre_ln
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("hf-app")
     paths = {"hl-bert": make_encoder("bert", root / "hl-bert")[1], "hl-gpt2": make_gpt2(root / "hl-gpt2")[1],
-             # a decoder deeper and with a narrower FFN than its encoder (decoder_ffn_dim differs)
-             "hl-bart": make_bart(root / "hl-bart", decoder_layers=3, decoder_ffn_dim=19)[1]}
+             # a decoder deeper, with a narrower FFN and more heads than its encoder (3 heads of 7, then 7 of 3)
+             "hl-bart": make_bart(root / "hl-bart", decoder_layers=3, decoder_ffn_dim=19,
+                                  decoder_attention_heads=7)[1]}
     specs = register_local_models(",".join(str(p) for p in paths.values()))
     yield {s.name: s for s in specs}
     for s in specs:  # other tests see the built-in registry only
@@ -244,3 +245,26 @@ def test_bart_head_lab_reads_bart_not_seq2seq_tiny(folders):
     assert_ok(at)
     assert not at.error and "hl_task" not in [r.key for r in at.radio]
     assert {m.value for m in [*at.success, *at.warning]} & {t("heads.surgery.next_same"), t("heads.surgery.next_changed")}
+
+
+def test_bart_decoder_with_its_own_head_count(folders):
+    """hl-bart has 2 encoder layers of 3 heads and 3 decoder layers of 7: the sidebar offers each block's own layers
+    and heads, a link to a decoder layer and head the encoder lacks opens them, and every page and tab runs there."""
+    for block, n, layers in (("encoder", 3, 2), ("decoder_self", 7, 3), ("cross", 7, 3)):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        at.query_params.update({"model": "hl-bart", "text": TEXT, "block": block, "head": str(n - 1),
+                                "layer": str(layers - 1)})
+        at.run()
+        assert_ok(at)
+        assert not at.error and not at.warning, [e.value for e in [*at.error, *at.warning]]
+        head = at.sidebar.selectbox(key="head")
+        assert len(head.options) == n and head.value == n - 1
+        assert at.sidebar.selectbox(key="layer").value == layers - 1
+        for page, (key, labels) in PAGES.items():  # every page and tab, on the last layer and head of the block
+            for label in labels or STEP_TABS["hl-bart"]:
+                at.switch_page(page)
+                if key:
+                    at.session_state[key] = label
+                at.run()
+                assert_ok(at)
+                assert not at.error, (block, page, label, [e.value for e in at.error])

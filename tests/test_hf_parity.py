@@ -155,7 +155,8 @@ def seq2seq_check(hf, ours, text: str, n_new: int = 5) -> None:
 
 
 @pytest.mark.parametrize("overrides", [{}, {"scale_embedding": False, "activation_function": "relu"},
-                                       {"decoder_ffn_dim": 19, "decoder_layers": 3, "encoder_layers": 1},
+                                       {"decoder_ffn_dim": 19, "decoder_layers": 3, "encoder_layers": 1,
+                                        "decoder_attention_heads": 7},  # 7 heads of 3 after 3 of 7
                                        # transformers 5 then saves three token tables: encoder, decoder, output
                                        {"tie_word_embeddings": False, "activation_function": "mish"}])
 def test_bart_parity_and_greedy(tmp_path, overrides):

@@ -51,14 +51,15 @@ def padding_section(view: View) -> None:
         st.info(t("masks.need_text", lg))
     else:
         layer = min(view.layer, view.model.config.n_encoder_layers - 1)
+        head = min(view.head, view.model.n_heads("encoder") - 1)  # the sidebar's head may be a decoder block's
         run = cache.padded_run(view.model_name, view.device, view.text, second, layer)
         st.plotly_chart(vm.batch_mask_heatmap(run.tokens, run.mask, lecture=view.lecture, lang=lg), key="mask_batch")
         row = st.radio(t("masks.show_sentence", lg), [0, 1], index=1, horizontal=True, key="mask_row",
                        persist_state="session", format_func=lambda i: t(
                            "masks.row_padded" if not run.mask[i].all() else "masks.row_unpadded", lg, i=i + 1))
         toks = run.tokens[row]
-        draw_stages(view, "mask-pad", padded_stages(run, layer, view.head, row), toks,
-                    f"{view.model_name} · {layer_head(layer, view.head, lg)}", " ".join(toks))
+        draw_stages(view, "mask-pad", padded_stages(run, layer, head, row), toks,
+                    f"{view.model_name} · {layer_head(layer, head, lg)}", " ".join(toks))
 
 
 def look_ahead_section(view: View) -> None:
@@ -79,11 +80,11 @@ def look_ahead_section(view: View) -> None:
     encdec, note = cache.lab_encoder_decoder(view.device)
     if note:
         st.caption(note)
-    layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.config.n_heads - 1)
+    layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.n_heads("decoder_self") - 1)
     dec = cache.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
     st.caption(t("masks.decoder_caption", lg, model=encdec.name, source=" ".join(dec.source_tokens),
                  tokens=" ".join(dec.tokens), layer=layer, head=head, n_layers=encdec.config.n_decoder_layers,
-                 n_heads=encdec.config.n_heads))
+                 n_heads=encdec.n_heads("decoder_self")))
     st.columns(3)[0].plotly_chart(vm.mask_heatmap(dec.mask, dec.tokens, dec.tokens, lecture=view.lecture, lang=lg,
                                                   title=t("masks.fig.used", lg)), key="dec_mask")
     draw_stages(view, "mask-dec", decoder_stages(dec, layer, head), dec.tokens,

@@ -37,7 +37,7 @@ def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str,
     target = None
     if teacher and not tasks:  # no task answer to force: the user types the target (python -m model --target)
         target = st.text_input(t("s2s.target", lg), key="s2s_target", max_chars=2000, help=t("s2s.target_help", lg))
-    n_layers, n_heads = model.config.n_decoder_layers, model.config.n_heads
+    n_layers, n_heads = model.config.n_decoder_layers, model.n_heads("cross")
     layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
                          format_func=lambda i: t("s2s.layer_n", lg, i=i))
     head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",

@@ -231,7 +231,7 @@ def sidebar(page: str = "") -> View:
             ss[s.K_BLOCK] = "encoder"
         view.block = sb.radio(t("sidebar.block", lang), blocks, key=s.K_BLOCK, format_func=lambda b: t(f"block.{b}", lang),
                               **on)
-    n_layers, n_heads = s.block_layers(model, view.block), model.config.n_heads
+    n_layers, n_heads = s.block_layers(model, view.block), model.n_heads(view.block)
     s.clamp_choice(s.K_LAYER, n_layers, "layer", url_notices, pending)
     s.clamp_choice(s.K_HEAD, n_heads, "head", url_notices, pending)
     c1, c2 = sb.columns(2)

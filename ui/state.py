@@ -17,6 +17,7 @@ widgets is drawn once per run by the shell (ui/shell.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -80,7 +81,13 @@ class View:
 
     @property
     def n_heads(self) -> int:
-        return self.model.config.n_heads
+        return self.model.n_heads(self.block)
+
+    def on_block(self, block: str) -> View:
+        """This view on another block of the model, its layer and head clamped to that block (an encoder-decoder's
+        decoder may have more layers or heads than its encoder)."""
+        return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
+                                   head=min(self.head, self.model.n_heads(block) - 1))
 
 
 def available_models() -> list[str]:

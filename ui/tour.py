@@ -164,8 +164,8 @@ def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) ->
 def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     cfg = view.model.config
     layer = min(view.layer, cfg.n_encoder_layers - 1)
-    head = min(view.head, cfg.n_heads - 1)
     block = view.model.main_block
+    head = min(view.head, view.model.n_heads(block) - 1)
     rows, _ = view.trace.axis_tokens(block)
     ctx = _Ctx(view, lg, view.trace, layer, head, rows, block)
     st.caption(ctx.where + ("" if view.model.trained else " · " + t("tour.untrained", lg)))
@@ -308,7 +308,7 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
                     format_func=lambda x: t(f"tour.task.{x}", lg))
     run = cache.decoding_run(view.device, view.text, task, False)
-    n_layers, n_heads = loaded.config.n_decoder_layers, loaded.config.n_heads
+    n_layers, n_heads = loaded.config.n_decoder_layers, loaded.n_heads("cross")
     layer = c2.selectbox(t("tour.dec_layer", lg), range(n_layers), index=n_layers - 1, key="tour_dec_layer",
                          format_func=lambda i: t("tour.layer_n", lg, i=i))
     head = c3.selectbox(t("tour.dec_head", lg), ["mean", *range(n_heads)], key="tour_dec_head",

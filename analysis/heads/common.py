@@ -77,4 +77,4 @@ def on_main_block(ablations: dict | None) -> dict | None:
 
 
 def n_layers_heads(model, block: str = "encoder") -> tuple[int, int]:
-    return model.n_layers(block), model.config.n_heads
+    return model.n_layers(block), model.n_heads(block)

@@ -54,7 +54,7 @@ class HFSeq2Seq(Transformer):
         self.src_embed = Embedding(config)
         self.tgt_embed = Embedding(config)
         self.encoder = Encoder(config, config.n_encoder_layers)
-        self.decoder = Decoder(config.replace(d_ff=config.d_ff_decoder or config.d_ff), config.n_decoder_layers)
+        self.decoder = Decoder(config.decoder_config(), config.n_decoder_layers)
         self.generator = nn.Linear(config.d_model, config.vocab_size)  # bias = final_logits_bias
         if share_embeddings:
             self.tgt_embed.token.weight = self.src_embed.token.weight
@@ -89,11 +89,9 @@ def seq2seq_config(f: Fields) -> tuple[TransformerConfig, str, dict]:
         f.require("share_encoder_decoder_embeddings", True, True)
     d = f.int("d_model")
     heads = f.int("encoder_attention_heads")
-    # one head count for every block (the pages pick a head across blocks); the FFN widths may differ
-    if f.int("decoder_attention_heads") != heads:
-        f.unsupported("decoder_attention_heads", f.int("decoder_attention_heads"),
-                      f"equal to encoder_attention_heads ({heads})")
+    dec_heads = f.int("decoder_attention_heads")
     f.heads(d, heads, "encoder_attention_heads")
+    f.heads(d, dec_heads, "decoder_attention_heads")
     vocab = f.int("vocab_size")
     if not bart and f.config.get("decoder_vocab_size") not in (None, vocab):
         f.unsupported("decoder_vocab_size", f.config["decoder_vocab_size"], f"equal to vocab_size ({vocab})")
@@ -107,7 +105,7 @@ def seq2seq_config(f: Fields) -> tuple[TransformerConfig, str, dict]:
             f.bad(name, f"({ids[role]}) is not below vocab_size {vocab}")
     config = TransformerConfig(
         d_model=d, n_heads=heads, n_encoder_layers=f.int("encoder_layers"), n_decoder_layers=f.int("decoder_layers"),
-        d_ff=f.int("encoder_ffn_dim"), d_ff_decoder=f.int("decoder_ffn_dim"), dropout=0.0, vocab_size=vocab,
+        d_ff=f.int("encoder_ffn_dim"), d_ff_decoder=f.int("decoder_ffn_dim"), n_heads_decoder=dec_heads, dropout=0.0, vocab_size=vocab,
         max_positions=f.int("max_position_embeddings", 1024), activation="gelu", positional="learned",
         layer_norm_eps=1e-5, type_vocab_size=0, embedding_layer_norm=bart,
         scale_embeddings=f.flag("scale_embedding", not bart), tie_embeddings=f.flag("tie_word_embeddings", True),
@@ -189,6 +187,7 @@ def load_seq2seq(folder: Folder, device: torch.device, name: str) -> FolderSeq2S
     tok = load_tokenizer(folder.path, c.max_positions, c.vocab_size)
     scale = f", embeddings x sqrt({c.d_model}) = {math.sqrt(c.d_model):.1f}" if c.scale_embeddings else ""
     desc = (f"{folder.model_type} from {folder.path}: encoder-decoder, {c.n_encoder_layers} + {c.n_decoder_layers} "
-            f"layers x {c.n_heads} heads, d_model {c.d_model}, d_k {c.d_k}, {act} FFN of {c.d_ff}"
+            f"layers x {c.n_heads} heads" + (f" (decoder {c.n_heads_decoder})" if c.n_heads_decoder not in (None, c.n_heads)
+                                               else "") + f", d_model {c.d_model}, d_k {c.d_k}, {act} FFN of {c.d_ff}"
             + (f" (decoder {c.d_ff_decoder})" if c.d_ff_decoder not in (None, c.d_ff) else "") + f"{scale}.")
     return FolderSeq2SeqModel(name, module, tok, device, start_id=ids["start"], eos_id=ids["eos"], description=desc)

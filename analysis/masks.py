@@ -83,7 +83,7 @@ def decoder_run(loaded, source: str, target: str, n_pad: int = 1, layers: bool |
     with torch.inference_mode():
         s = torch.tensor([src.ids], device=loaded.device)  # (1, m)
         t = torch.tensor([ids], device=loaded.device)  # (1, T)
-        keep = t != cfg.pad_id  # (1, T): the padding appended here (the start token is kept by the module)
+        keep = t != cfg.pad_id  # (1, T): the padding appended here is no key; the start token is one (Marian: <pad>)
         keep[:, 0] = True
         out = loaded.module(s, t, record=layers, tgt_keep=keep)
         stages = {i: {k: v[0] for k, v in _stage_arrays(r["self"], out.tgt_mask).items()}

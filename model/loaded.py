@@ -1,30 +1,38 @@
-"""A loaded model: module + tokenizer + device, with one method that matters,
-`trace(text)`, returning an AttentionTrace. Holds no per-request state, so the
-app can cache one instance per process and share it across sessions.
+"""A loaded model: the one Transformer + tokenizer + device, with one method that matters, `trace(text)`, returning
+an AttentionTrace. Holds no per-request state, so the app can cache one instance per process and share it across
+sessions. One class per kind of model, because each kind's trace says something else:
 
-Notation: b batch, h heads, n/N source length, T target length, L layers, d d_model.
+- EncoderModel (BERT family): the encoder's self-attention of the text.
+- DecoderOnlyModel (GPT-2): the causal self-attention of the prompt, the next-token distribution and the greedy
+  continuation, step by step.
+- Seq2SeqModel (the paper's model, BART, Marian): greedy decoding (or teacher forcing), then every attention of the
+  decoder input in one pass.
+
+Notation: b batch, h heads, n/N source length, T target length, L layers, d d_model, V vocabulary.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from .bert import BertEncoder
 from .config import TransformerConfig
+from .errors import InputError
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
-from .transformer import Transformer
+from .transformer import Output, Transformer
 
 
 def _np(x: torch.Tensor) -> np.ndarray:
     return x.detach().float().cpu().numpy()
 
 
-def _stack(per_layer: list[torch.Tensor]) -> np.ndarray:
-    """L x (1, h, n, m) -> (L, h, n, m) float32 numpy."""
-    return _np(torch.stack([a[0] for a in per_layer]))
+def _stack(per_layer: list[torch.Tensor], row: int = 0) -> np.ndarray:
+    """L x (b, h, n, m) -> (L, h, n, m) float32 numpy of one batch row."""
+    return _np(torch.stack([a[row] for a in per_layer]))
 
 
 def input_major_linears(module: nn.Module) -> int:
@@ -46,8 +54,9 @@ def input_major_linears(module: nn.Module) -> int:
 
 class LoadedModel:
     kind = "encoder"
+    main_block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
 
-    def __init__(self, name: str, module: nn.Module, tokenizer: TextTokenizer, device: torch.device,
+    def __init__(self, name: str, module: Transformer, tokenizer: TextTokenizer, device: torch.device,
                  *, trained: bool, description: str = ""):
         self.name = name
         self.module = module.to(device).eval()
@@ -61,14 +70,13 @@ class LoadedModel:
 
     @property
     def activation(self) -> str:
-        """The Feed Forward's non-linearity by its config name ("gelu", "relu", "gelu_new", "swish", ...): a local
-        folder's (model/hf/configs.py set_activation), else the config's."""
-        return getattr(self.module, "activation_name", None) or self.config.activation
+        """The Feed Forward's non-linearity by its config name ("gelu", "relu", "gelu_new", "swish", ...)."""
+        return self.config.activation
 
-    # the embedding module whose `parts` give X, PE and X + PE
     @property
     def source_embedding(self):
-        raise NotImplementedError
+        """The embedding module whose `parts` give X, PE and X + PE (the first stack's)."""
+        return self.module.main_embed
 
     def encode_source(self, text: str, **kw) -> Encoded:
         return self.tokenizer.encode(text)
@@ -85,8 +93,6 @@ class LoadedModel:
             ids[i, : len(e)] = e.ids
         return [e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids
 
-    main_block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
-
     def n_layers(self, block: str = "encoder") -> int:
         """Layers of a block: the encoder's, or the decoder's for "decoder_self" / "cross"."""
         cfg = self.config
@@ -97,16 +103,18 @@ class LoadedModel:
         return self.config.block_heads(block)
 
     def layer_modules(self, block: str = "encoder"):
-        """The block's layer modules (each with .self_attn)."""
+        """The block's layer modules (each with .self_attn, .ffn, .norm1, ...)."""
         return self.module.encoder.layers if block == "encoder" else self.module.decoder.layers
 
     def _ids(self, ids: list[int]) -> torch.Tensor:
         return torch.tensor([ids], dtype=torch.long, device=self.device)  # (1, n)
 
-    def position_table(self, n: int) -> np.ndarray:
-        """(n, d): learned position embeddings or the sinusoidal table, as the model uses them."""
+    def position_table(self, n: int) -> np.ndarray | None:
+        """(n, d): learned position embeddings or the sinusoidal table, as the model adds them (None: it adds
+        none)."""
         with torch.inference_mode():
-            return _np(self.source_embedding.position_table(min(n, self.config.max_positions)))
+            table = self.source_embedding.position_table(min(n, self.config.max_positions))
+        return None if table is None else _np(table)
 
     def embedding_parts(self, text: str, **kw) -> tuple[Encoded, dict[str, np.ndarray]]:
         """X (token embeddings, scaled as the model scales them), PE rows and their sum, each (n, d)."""
@@ -123,16 +131,16 @@ class LoadedModel:
         return {"device": str(self.device), "trained": self.trained, "kind": self.kind,
                 "d_model": self.config.d_model, "n_heads": self.config.n_heads, "d_k": self.config.d_k}
 
+    def _source_fields(self, text: str, enc: Encoded) -> dict:
+        return dict(model=self.name, text=text, source_tokens=enc.tokens, source_ids=enc.ids,
+                    source_special=enc.special, source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+                    truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated)
+
 
 class EncoderModel(LoadedModel):
-    """BERT-family encoder (MiniLM)."""
+    """BERT-family encoder (MiniLM, multilingual-e5-small, local folders)."""
 
     kind = "encoder"
-    module: BertEncoder
-
-    @property
-    def source_embedding(self):
-        return self.module.embed
 
     def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False,
               ablations: dict | None = None) -> AttentionTrace:
@@ -140,8 +148,8 @@ class EncoderModel(LoadedModel):
         check_text(text)
         enc = self.tokenizer.encode(text, pair)
         with torch.inference_mode():
-            out = self.module(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
-                              ablations=ablations)
+            out = self.module.encode(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
+                                     ablations=ablations)
         return self._trace_row(text, enc, out, 0, intermediates, pair)
 
     def trace_many(self, texts: list[str], *, intermediates: bool = False) -> list[AttentionTrace]:
@@ -161,8 +169,8 @@ class EncoderModel(LoadedModel):
             type_ids[i, : len(e.ids)] = torch.tensor(e.type_ids)
             keep[i, : len(e.ids)] = True
         with torch.inference_mode():
-            out = self.module(ids.to(self.device), type_ids.to(self.device), keep.to(self.device),
-                              hidden=intermediates)
+            out = self.module.encode(ids.to(self.device), type_ids.to(self.device),
+                                     None if bool(keep.all()) else keep.to(self.device), hidden=intermediates)
         return [self._trace_row(text, e, out, i, intermediates) for i, (text, e) in enumerate(zip(texts, encs))]
 
     def _trace_row(self, text: str, enc: Encoded, out, row: int, intermediates: bool,
@@ -170,35 +178,115 @@ class EncoderModel(LoadedModel):
         """Row `row` of a (possibly padded) forward as the trace of `text`: its n tokens, n x n of each map."""
         n = len(enc.ids)
         return AttentionTrace(
-            model=self.name, text=text,
-            source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
-            source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+            **self._source_fields(text, enc),
             encoder_attention=_np(torch.stack([a[row, :, :n, :n] for a in out.self_attention])),  # (L, h, n, n)
             masks={"source_padding": np.ones(n, dtype=bool)},
-            truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
             encoder_hidden_states=_np(torch.stack([h[row, :n] for h in out.hidden_states])) if intermediates else None,
             meta={**self._meta(), **({"pair": pair} if pair else {})},
         )
 
 
+@dataclass(frozen=True)
+class TokenChoice:
+    token: str
+    id: int
+    prob: float
+
+
+@dataclass(frozen=True)
+class Step:
+    """One greedy step: the chosen token (argmax), its probability and the top alternatives."""
+
+    position: int  # index of the new token in the whole sequence
+    choice: TokenChoice
+    top: list[TokenChoice]
+
+
+class DecoderOnlyModel(LoadedModel):
+    """A decoder-only language model (GPT-2): its one causal stack stands where the pages show the encoder."""
+
+    kind = "decoder"
+    main_block = "decoder_self"
+
+    def n_layers(self, block: str = "decoder_self") -> int:
+        return self.config.n_decoder_layers
+
+    def layer_modules(self, block: str = "decoder_self"):
+        return self.module.decoder.layers
+
+    def encode_prompt(self, text: str) -> Encoded:
+        """The prompt's Encoded (tokens, ids, words); an InputError when the text is empty or has no tokens."""
+        check_text(text)
+        enc = self.tokenizer.encode(text)
+        if not enc.ids:
+            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
+                             key="no_tokens")
+        return enc
+
+    def forward_ids(self, ids: list[int], **kw) -> Output:
+        with torch.inference_mode():
+            return self.module(self._ids(ids), **kw)
+
+    def _top(self, logits: torch.Tensor, k: int) -> list[TokenChoice]:
+        """logits (V,) -> the k most probable next tokens."""
+        probs = logits.float().softmax(-1)
+        p, i = probs.topk(max(1, min(k, probs.shape[0])))
+        return [TokenChoice(self.tokenizer.id_to_token(int(j)) or f"[{int(j)}]", int(j), float(q))
+                for q, j in zip(p, i)]
+
+    def next_token_distribution(self, text: str, top_k: int = 10) -> list[TokenChoice]:
+        """The top_k most probable tokens after `text`, with their probabilities."""
+        out = self.forward_ids(self.encode_prompt(text).ids, last_only=True)
+        return self._top(out.logits[0, -1], top_k)
+
+    def greedy_continue(self, text: str, n_new: int = 8, top_k: int = 5, *,
+                        ablations: dict | None = None, prefix: tuple[int, ...] = ()) -> list[Step]:
+        """Append the argmax token n_new times (never past the model's positions); each step lists its top_k.
+        ablations: {("decoder_self", layer): HeadAblation}, applied inside every step's forward. prefix: token ids
+        already chosen after the text (earlier steps), so that a continuation can grow one step at a time."""
+        ids = [*self.encode_prompt(text).ids, *prefix]
+        steps = []
+        for _ in range(max(0, min(n_new, self.config.max_positions - len(ids)))):
+            top = self._top(self.forward_ids(ids, last_only=True, ablations=ablations).logits[0, -1], top_k)
+            steps.append(Step(len(ids), top[0], top))
+            ids = [*ids, top[0].id]
+        return steps
+
+    def trace(self, text: str, *, intermediates: bool = False, ablations: dict | None = None,
+              top_k: int = 5, **kw) -> AttentionTrace:
+        """ablations: {("decoder_self", layer): HeadAblation}, applied inside the forward."""
+        enc = self.encode_prompt(text)
+        out = self.forward_ids(enc.ids, hidden=intermediates, ablations=ablations, last_only=True)
+        n = len(enc.ids)
+        nxt = self._top(out.logits[0, -1], top_k)
+        dec = out.decoder
+        return AttentionTrace(
+            **self._source_fields(text, enc),
+            encoder_attention=None,
+            decoder_self_attention=_stack(dec.self_attention),  # (L, H, N, N), causal
+            masks={"decoder_self": np.tril(np.ones((n, n), dtype=bool))},
+            decoder_hidden_states=_np(torch.stack([h[0] for h in dec.hidden_states])) if intermediates else None,
+            meta={**self._meta(), **kw, "next_tokens": [c.token for c in nxt], "next_probs": [c.prob for c in nxt]},
+        )
+
+
 class Seq2SeqModel(LoadedModel):
-    """Encoder-decoder (the paper's architecture). Subclasses may override
-    `encode_source` (e.g. to prepend a task token) and set special ids."""
+    """Encoder-decoder (the paper's architecture). Decoding starts from `bos_id` (BART: </s>, Marian: <pad>) and
+    ends at `eos_id`. Subclasses may override `encode_source` (e.g. to prepend a task token)."""
 
     kind = "encoder-decoder"
-    module: Transformer
 
-    def __init__(self, *args, bos: str, eos: str, max_new_tokens: int = 64, **kw):
+    def __init__(self, *args, bos_id: int, eos_id: int, max_new_tokens: int = 64, **kw):
         super().__init__(*args, **kw)
-        self.bos_id = self.tokenizer.token_to_id(bos)
-        self.eos_id = self.tokenizer.token_to_id(eos)
-        if self.bos_id is None or self.eos_id is None:
-            raise ValueError(f"tokenizer lacks {bos!r} or {eos!r}")
-        self.max_new_tokens = max_new_tokens
+        self.bos_id, self.eos_id, self.max_new_tokens = bos_id, eos_id, max_new_tokens
 
-    @property
-    def source_embedding(self):
-        return self.module.src_embed
+    @staticmethod
+    def token_id(tokenizer: TextTokenizer, token: str) -> int:
+        """The id of a special token the model needs (a ValueError when the tokenizer lacks it)."""
+        i = tokenizer.token_to_id(token)
+        if i is None:
+            raise ValueError(f"tokenizer lacks {token!r}")
+        return i
 
     def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
         """How many tokens greedy decoding may emit: never past the model's positions, whatever the caller (a URL
@@ -234,10 +322,9 @@ class Seq2SeqModel(LoadedModel):
             logits = out.logits[0].float().log_softmax(-1)  # (T, V)
         tok = self.tokenizer.id_to_token
         specials = {self.bos_id, self.eos_id, self.config.pad_id}
+        T = len(dec_in)
         return AttentionTrace(
-            model=self.name, text=text,
-            source_tokens=enc.tokens, source_ids=enc.ids, source_special=enc.special,
-            source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+            **self._source_fields(text, enc),
             encoder_attention=_stack(out.encoder.self_attention),
             target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
             target_special=[i in specials for i in dec_in],
@@ -245,8 +332,7 @@ class Seq2SeqModel(LoadedModel):
             cross_attention=_stack(out.decoder.cross_attention),
             # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
             masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
-                   "decoder_self": _np(out.tgt_mask[0, 0]).astype(bool)},  # (T, T): look-ahead AND padding
-            truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated,
+                   "decoder_self": _np(out.tgt_mask[0, 0].expand(T, T)).astype(bool)},  # (T, T): look-ahead AND pad
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.encoder.hidden_states])) if intermediates else None,
             decoder_hidden_states=_np(torch.stack([h[0] for h in out.decoder.hidden_states])) if intermediates else None,
             meta={**self._meta(), **kw,

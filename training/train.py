@@ -174,8 +174,7 @@ def default_threads() -> int:
 def sampled_loss(model: Transformer, src, tin, tout, n_negatives: int, gen: torch.Generator,
                  label_smoothing: float = 0.1):
     """Cross-entropy over the batch's target tokens plus random negatives (tied, fixed output matrix)."""
-    enc, src_mask = model.encode(src)
-    dec, _ = model.decode(tin, enc.hidden, src_mask)
+    dec = model.decode(tin, model.encode(src))
     h = dec.hidden  # (b, n, d)
     V = model.config.vocab_size
     neg = torch.randint(0, V, (n_negatives,), generator=gen).to(tout.device)

@@ -56,7 +56,7 @@ def task_label(task: str, lang: str) -> str:
 def head_options(view: View) -> list[str]:
     """Every head of the model as "layer.head" (encoder) or "block:layer.head" (decoder blocks)."""
     cfg, m = view.model.config, view.model
-    out = [f"{i}.{h}" for i in range(cfg.n_encoder_layers) for h in range(m.n_heads("encoder"))]
+    out = [f"{i}.{h}" for i in range(m.n_layers(m.main_block)) for h in range(m.n_heads("encoder"))]
     if cfg.is_encoder_decoder:
         out += [f"{b}:{i}.{h}" for b in ("decoder_self", "cross") for i in range(cfg.n_decoder_layers)
                 for h in range(m.n_heads(b))]

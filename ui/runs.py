@@ -58,12 +58,12 @@ def vocab_output(name: str, device: str, text: str, k: int = 5) -> dict:
         loaded, trace = get_model(name, device), get_trace(name, device, text)
         module = loaded.module
         last = loaded.config.n_decoder_layers - 1
-        h = sublayer_steps(name, device, text, "decoder_self", last)["norm3"]  # (T, d)
+        h = sublayer_steps(name, device, text, "decoder_self", last)["output"]  # (T, d)
         src = torch.tensor([trace.source_ids], device=loaded.device)
         tgt = torch.tensor([trace.target_ids], device=loaded.device)
         with torch.inference_mode():
             logits = module(src, tgt).logits[0].float()  # (T, V)
-            again = module.generator(torch.tensor(np.array(h), device=loaded.device)).float()
+            again = module.output(torch.tensor(np.array(h), device=loaded.device)).float()
             probs = logits.softmax(-1)
             top_p, top_i = probs.topk(min(k, probs.shape[-1]), dim=-1)  # (T, k)
         tok = loaded.tokenizer.id_to_token

@@ -50,7 +50,7 @@ def draw_section(view: View, stages: list, section: int, lang: str) -> None:
 
 def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     """(name, tab) of the Step by step page's lazy tabs for the sidebar's block (viz.steps.step_tabs)."""
-    pre_ln = view.model.kind == "decoder"  # GPT-2: one causal pre-LN stack
+    pre_ln = view.model.config.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2)
     last = view.block != "encoder" and not pre_ln and view.layer == view.model.config.n_decoder_layers - 1
     names = vs_steps.step_tabs(view.block, last, pre_ln)
     if pre_ln:
@@ -88,7 +88,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
                                    lang=lg, lecture=lecture)
     elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)
         st.latex(FORMULA_PRE_LN)
-        figs = vt.add_norm_figures(sub, "ln_2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d), lang=lg,
+        figs = vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d), lang=lg,
                                    lecture=lecture)
     elif name == "output_pre":  # pre-LN: the layer output is the second residual sum, with no norm after it
         st.latex(r"x_{\ell+1} = s + \operatorname{FFN}(\operatorname{LN_2}(s))")

@@ -162,9 +162,8 @@ def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) ->
 
 
 def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
-    cfg = view.model.config
-    layer = min(view.layer, cfg.n_encoder_layers - 1)
     block = view.model.main_block
+    layer = min(view.layer, view.model.n_layers(block) - 1)
     head = min(view.head, view.model.n_heads(block) - 1)
     rows, _ = view.trace.axis_tokens(block)
     ctx = _Ctx(view, lg, view.trace, layer, head, rows, block)
@@ -278,13 +277,13 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
 
 def _sublayers(ctx: _Ctx, key: str) -> None:
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
-    pre_ln = ctx.block != "encoder"  # GPT-2's one causal stack: x + Sublayer(LN(x))
+    pre_ln = view.model.config.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2)
     sub = sublayer_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer)
     d = sub["x"].shape[1]
     if pre_ln:
         st.info(t("tour.pre_ln", lg, model=view.model_name), icon=":material/info:")
     if key == "add_norm":
-        norm, title = ("ln_2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
+        norm, title = ("norm2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
         figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
                                    lecture=view.lecture)
     else:
@@ -293,7 +292,7 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
     if key == "ffn":
-        hidden = ctx.trace.decoder_hidden_states if pre_ln else ctx.trace.encoder_hidden_states
+        hidden = ctx.trace.encoder_hidden_states if ctx.block == "encoder" else ctx.trace.decoder_hidden_states
         output_check(sub, hidden, ctx.layer, lg)
 
 

@@ -100,9 +100,10 @@ def token_matrix(m: np.ndarray, tokens: list[str], title: str, *, lang: str = "e
 
 def add_norm_figures(sub: dict, norm: str, tokens: list[str], *, sum_title: str, lang: str = "en",
                      lecture: bool = False) -> dict[str, tuple[go.Figure, np.ndarray | None]]:
-    """One Add & Norm of analysis.stages.sublayer_steps (`norm` = "norm1" / "norm2" / "norm3"), in order: the residual
-    sum, each token's mean and variance, γ and β, the normalised result. {name: (figure, matrix to export or None)}."""
-    s, y = sub[f"{norm}_sum"], sub[norm]
+    """One Add & Norm of analysis.stages.sublayer_steps (`norm` = "norm1" / "norm2" / "norm3"), in order: what the
+    norm normalises (post-LN: the residual sum), each token's mean and variance, γ and β, the normalised result.
+    {name: (figure, matrix to export or None)}."""
+    s, y = sub[f"{norm}_in"], sub[norm]
     stats = per_token_bars({t("tour.add_norm.mean", lang): sub[f"mean_{norm}"],
                             t("tour.add_norm.var", lang): sub[f"var_{norm}"]}, tokens,
                            title=t("tour.add_norm.stats_fig", lang), lecture=lecture)

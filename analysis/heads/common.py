@@ -62,13 +62,11 @@ def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[
     """The model's own encoder forward on `batch` copies of the input -> StackOutput (hidden (b, N, d),
     self_attention L x (b, H, N, N), records when asked). ablations: {("encoder", layer): HeadAblation-like}."""
     ids = inp.ids.expand(batch, -1)
+    type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
+    if model.kind == "decoder":  # GPT-2: its one causal stack stands in for the encoder
+        ablations = on_main_block(ablations)
     with torch.inference_mode():
-        if model.kind == "decoder":  # GPT-2: its one causal stack stands in for the encoder
-            return model.module(ids, record=record, ablations=on_main_block(ablations), last_only=True).stack
-        if model.kind == "encoder-decoder":
-            return model.module.encode(ids, record=record, ablations=ablations)[0]
-        type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
-        return model.module(ids, type_ids, record=record, ablations=ablations)
+        return model.module.main_stack(ids, type_ids, record=record, ablations=ablations)
 
 
 def on_main_block(ablations: dict | None) -> dict | None:

@@ -64,7 +64,7 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     with torch.inference_mode():
         out = model.module(src, tgt, record=True, ablations=ablations)
         states = torch.stack([h[0, step] for h in out.decoder.hidden_states[1:]])  # (L, d) each layer's output
-        probs = model.module.generator(states).float().softmax(-1)  # (L, V)
+        probs = model.module.output(states).float().softmax(-1)  # (L, V)
         final = int(out.logits[0, step].argmax())
         p, idx = probs.topk(min(k, probs.shape[-1]), dim=-1)
         rank = (probs > probs[:, final : final + 1]).sum(-1)
@@ -79,13 +79,13 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
 
 def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> LogitLens:
     """GPT-2 (nostalgebraist's logit lens): every layer's output at the last position of `text` through the model's
-    own final LayerNorm (ln_f) and output matrix; the last layer's reading is the model's next-token distribution."""
+    own final norm and output matrix; the last layer's reading is the model's next-token distribution."""
     enc = model.encode_prompt(text)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
     with torch.inference_mode():
         out = model.module(ids, hidden=True, ablations=on_main_block(ablations), last_only=True)
-        states = torch.stack([h[0, -1] for h in out.stack.hidden_states[1:]])  # (L, d) each layer's output
-        probs = model.module.lm_head(model.module.ln_f(states)).float().softmax(-1)  # (L, V)
+        states = torch.stack([h[0, -1] for h in out.decoder.hidden_states[1:]])  # (L, d) each layer's output
+        probs = model.module.output(states).float().softmax(-1)  # (L, V)
         final = int(out.logits[0, -1].argmax())
         p, idx = probs.topk(min(k, probs.shape[-1]), dim=-1)
         rank = (probs > probs[:, final : final + 1]).sum(-1)

@@ -1,7 +1,9 @@
-"""Local Hugging Face-format folders (config.json, model.safetensors, tokenizer.json) run on the project's
-own modules; `transformers` is never imported.
+"""Local Hugging Face-format folders (config.json, model.safetensors, tokenizer.json) run on the project's one
+Transformer; `transformers` is never imported.
 
-Families: encoders bert, roberta, xlm-roberta, distilbert (model/bert.py); decoder-only gpt2 (gpt2.py);
-encoder-decoders bart, marian (seq2seq.py). Folders are registered by HEADLIGHT_MODELS or `--model-dir`
-(registration.py) and loaded by `load.load_local`. This package imports nothing heavy until a model loads.
+    folder.py     inspect a folder without loading it (what the registry and the errors need)
+    families.py   one record per family: config.json -> TransformerConfig, and its weight-name table
+    load.py       the one pipeline: `load_local(device, path)`
+    specs.py      a folder as a registry entry (the entry points register them)
+    configs.py, tokenizer.py   typed config.json fields; tokenizer.json through `tokenizers`
 """

@@ -3,53 +3,10 @@ unsupported values. Only what the modules implement is accepted; anything else i
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import NoReturn
 
-import torch
-import torch.nn.functional as F
-
+from ..activations import ACTIVATIONS
 from ..errors import InputError
-
-
-def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    return F.gelu(x, approximate="tanh")
-
-
-def _gelu_fast(x: torch.Tensor) -> torch.Tensor:  # the tanh approximation, written as transformers writes it
-    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
-
-
-def _gelu_accurate(x: torch.Tensor) -> torch.Tensor:
-    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
-
-
-def _quick_gelu(x: torch.Tensor) -> torch.Tensor:
-    return x * torch.sigmoid(1.702 * x)
-
-
-def _gelu_10(x: torch.Tensor) -> torch.Tensor:  # exact gelu clipped to [-10, 10]
-    return torch.clip(F.gelu(x), -10, 10)
-
-
-def _relu2(x: torch.Tensor) -> torch.Tensor:
-    return torch.square(F.relu(x))
-
-
-def _linear(x: torch.Tensor) -> torch.Tensor:
-    return x
-
-
-# config.json activation names -> function: transformers' ACT2FN names and formulas (gelu is the exact erf gelu,
-# gelu_new / gelu_pytorch_tanh / gelu_fast / gelu_accurate the tanh approximation); checked against ACT2FN in
-# tests/test_hf_parity.py
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "gelu": F.gelu, "gelu_python": F.gelu, "relu": F.relu, "gelu_new": _gelu_tanh, "gelu_pytorch_tanh": _gelu_tanh,
-    "gelu_fast": _gelu_fast, "gelu_accurate": _gelu_accurate, "quick_gelu": _quick_gelu, "gelu_10": _gelu_10,
-    "silu": F.silu, "swish": F.silu, "mish": F.mish, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-    "relu2": _relu2, "relu6": F.relu6, "leaky_relu": F.leaky_relu, "hardswish": F.hardswish, "linear": _linear,
-}
 
 
 class Fields:
@@ -118,13 +75,3 @@ class Fields:
     def heads(self, d_model: int, n_heads: int, name: str) -> None:
         if d_model % n_heads:
             self.bad(name, f"({n_heads}) must divide the hidden size {d_model}")
-
-
-def set_activation(module: torch.nn.Module, name: str) -> None:
-    """Give every FeedForward of `module` the activation `name` (model/layers.py knows relu and exact gelu)."""
-    from ..layers import FeedForward
-
-    for m in module.modules():
-        if isinstance(m, FeedForward):
-            m.act = ACTIVATIONS[name]
-    module.activation_name = name  # what the pages name it (LoadedModel.activation)

@@ -1,5 +1,5 @@
-"""Inspect a local Hugging Face-format model folder without loading it (stdlib only, so registering
-folders at import stays instant): where it is, its config.json, which family, which weight files, how big.
+"""Inspect a local Hugging Face-format model folder without loading it: where it is, its config.json, which family,
+which weight files, how big.
 
 A folder holds config.json, model.safetensors (or model.safetensors.index.json with its shards) and
 tokenizer.json. A folder with only pytorch_model.bin is refused: that file is a pickle, never loaded here.
@@ -13,14 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, WeightsError
+from .families import FAMILIES
 
-# model_type -> kind, as the registry and the app name it
-FAMILIES = {
-    "bert": "encoder", "roberta": "encoder", "xlm-roberta": "encoder", "distilbert": "encoder",
-    "gpt2": "decoder",
-    "bart": "encoder-decoder", "marian": "encoder-decoder",
-}
-SUPPORTED = ", ".join(FAMILIES)
+SUPPORTED = ", ".join(FAMILIES)  # the families with a record (families.py)
 MAX_BYTES_ENV = "HEADLIGHT_MAX_MODEL_BYTES"
 DEFAULT_MAX_BYTES = 2_000_000_000
 PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
@@ -163,4 +158,4 @@ def inspect(path: str | os.PathLike) -> Folder:
             f"Choose a smaller model or raise {MAX_BYTES_ENV} (bytes) when starting the app.",
             key="hf_too_large", path=str(folder), size=f"{n_bytes / 1e9:.2f}", limit=f"{limit / 1e9:.2f}",
             env=MAX_BYTES_ENV)
-    return Folder(folder, config, mt, FAMILIES[mt], files, n_bytes)
+    return Folder(folder, config, mt, FAMILIES[mt].kind, files, n_bytes)

@@ -1,0 +1,58 @@
+"""Local folders as registry entries: `folder_spec(path, taken)` inspects a folder (no weights are read) and returns
+its ModelSpec. Whoever starts the app names the folders (HEADLIGHT_MODELS=/path/a,/path/b, `make run MODELS=...`,
+`--model-dir` on the CLI); the entry points register the specs (model.registry.register_local_models).
+
+A folder that cannot be read still gets a spec (its description says why), so the app starts and loading it raises
+the clear error. Names are folder names; a taken name gets a suffix (-2, -3, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from pathlib import Path
+
+from ..errors import HeadlightError
+from ..spec import ModelSpec
+from .folder import inspect
+
+ENV_VAR = "HEADLIGHT_MODELS"
+
+
+def _free_name(base: str, taken: Collection[str]) -> str:
+    base = base or "local-model"
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}-{k}", k + 1
+    return name
+
+
+def _loader(path: str, name: str):
+    def load(device):
+        from .load import load_local
+
+        return load_local(device, path, name=name)
+
+    return load
+
+
+def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSpec:
+    """The spec of one folder, named after it (not in `taken`)."""
+    raw = os.path.abspath(os.path.expanduser(str(path)))
+    try:
+        folder = inspect(raw)
+        kind, mt, problem = folder.kind, folder.model_type, None
+    except (HeadlightError, OSError) as e:  # never crash the app's start: loading says it again
+        kind, mt, problem = "encoder", None, str(e)
+    name = _free_name(Path(raw).name, taken)
+    if problem is None:
+        label = f"{name} (local {mt})"
+        desc = f"A local {mt} folder ({kind}), {raw}, run by the project's own modules."
+    else:
+        label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
+    return ModelSpec(name, label, desc, kind, True, _loader(raw, name), path=raw)
+
+
+def folders_from_env(value: str | None = None) -> list[str]:
+    value = os.environ.get(ENV_VAR, "") if value is None else value
+    return [p.strip() for p in value.split(",") if p.strip()]

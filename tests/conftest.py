@@ -32,3 +32,11 @@ def paper_base():
     from model import load_model
 
     return load_model("paper-base", "cpu")
+
+
+@pytest.fixture(scope="session")
+def seq2seq_tiny():
+    """The trained encoder-decoder (assets/seq2seq-tiny), shared by every test that reads it (read-only)."""
+    from model import load_model
+
+    return load_model("seq2seq-tiny", "cpu")

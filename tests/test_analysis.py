@@ -29,19 +29,12 @@ def test_one_pass_equals_a_decoder_pass_per_step(paper_base):
                                            full.decoder.cross_attention[layer][0, :, t - 1], atol=1e-5, rtol=0)
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from model import load_model
-
-    return load_model("seq2seq-tiny", "cpu")
-
-
-def test_decoding_runs_are_frozen_and_consistent(tiny):
-    run = greedy_run(tiny, "the cat sat on the mat", "reverse")
+def test_decoding_runs_are_frozen_and_consistent(seq2seq_tiny):
+    run = greedy_run(seq2seq_tiny, "the cat sat on the mat", "reverse")
     assert run.steps and run.steps[0].inputs == ["<bos>"]
     with pytest.raises(ValueError):
         run.steps[0].cross_row[0, 0, 0] = 1.0  # read-only: a cached run is shared by every session
-    forced = teacher_forced_run(tiny, "the cat sat on the mat", "reverse")
+    forced = teacher_forced_run(seq2seq_tiny, "the cat sat on the mat", "reverse")
     assert forced.output_tokens == forced.expected
 
 

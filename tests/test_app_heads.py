@@ -86,7 +86,18 @@ def test_surgery_changes_the_output_and_rank_all():
 def test_seq2seq_tiny_surgery_and_logit_lens():
     at = _lab("Head surgery", model="seq2seq-tiny", text="the cat sat on the mat")
     _ok(at)
-    assert any("answer" in (s.value) for s in [*at.success, *at.warning])
+    # no head ablated, task Copy: the output is unchanged and is the right answer, so a success and no warning
+    assert at.multiselect(key="hl_heads").value == [] and at.radio(key="hl_task").value == "copy"
+    assert [c.value for c in at.code] == ["before: the cat sat on the mat <eos>\nafter:  the cat sat on the mat <eos>"]
+    assert [s.value for s in at.success] == ["After the ablation the output is still the Copy answer."]
+    assert not at.warning
+    # every cross-attention head ablated: the decoder no longer sees the source, the answer is lost: a warning only
+    at.multiselect(key="hl_heads").set_value([f"cross:{i}.{h}" for i in range(2) for h in range(4)]).run()
+    _ok(at)
+    before, after = at.code[0].value.split("\n")
+    assert before == "before: the cat sat on the mat <eos>" and after != "after:  the cat sat on the mat <eos>"
+    assert [w.value for w in at.warning] == ["After the ablation the output is no longer the Copy answer."]
+    assert not at.success
     at.session_state["hl_tab"] = "Beyond raw weights"
     at.run()
     _ok(at)

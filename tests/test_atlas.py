@@ -101,14 +101,8 @@ def test_cli(tmp_path, capsys):
     assert "unknown model" in capsys.readouterr().err
 
 
-def test_seq2seq_tiny_encoder_atlas():
-    from model import load_model
-    from model.errors import WeightsError
-
-    try:
-        m = load_model("seq2seq-tiny", "cpu")
-    except WeightsError as e:
-        pytest.skip(f"seq2seq-tiny not loadable right now: {e}")
+def test_seq2seq_tiny_encoder_atlas(seq2seq_tiny):
+    m = seq2seq_tiny
     at = AT.build_atlas(m, AT.load_probes()[:8], task="reverse")
     assert at.shape == (m.config.n_encoder_layers, m.config.n_heads)
     assert 0 <= at.n_coref <= 8

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from analysis.decoding import greedy_run
-from model import load_model
 from model.attention import HeadAblation
 from model.data import TASKS, apply_task
 
@@ -22,11 +21,6 @@ SENTENCES = [
     "1,200 people, 3 dogs and one very small hamster",
     "the street was wide " * 4,
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("seq2seq-tiny", "cpu")
 
 
 def plain(loaded, ids, limit, ablations=None):
@@ -57,33 +51,33 @@ def wrong_drafts(answer: list[int], eos: int, vocab: int, rng: random.Random) ->
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_draft_never_changes_the_output(tiny, task):
+def test_draft_never_changes_the_output(seq2seq_tiny, task):
     rng = random.Random(0)
     for text in SENTENCES:
-        enc = tiny.encode_source(text, task=task)
-        limit = min(len(enc.ids) + 4, tiny.config.max_positions - 1)
-        want = plain(tiny, enc.ids, limit)
-        answer = [*apply_task(task, enc.ids[1:-1]), tiny.eos_id]
-        for draft in wrong_drafts(answer, tiny.eos_id, tiny.config.vocab_size, rng):
-            assert drafted(tiny, enc.ids, limit, draft) == want, (text, task, draft)
+        enc = seq2seq_tiny.encode_source(text, task=task)
+        limit = min(len(enc.ids) + 4, seq2seq_tiny.config.max_positions - 1)
+        want = plain(seq2seq_tiny, enc.ids, limit)
+        answer = [*apply_task(task, enc.ids[1:-1]), seq2seq_tiny.eos_id]
+        for draft in wrong_drafts(answer, seq2seq_tiny.eos_id, seq2seq_tiny.config.vocab_size, rng):
+            assert drafted(seq2seq_tiny, enc.ids, limit, draft) == want, (text, task, draft)
         for short in (1, 2, 3):  # a step limit below the output's length
-            assert drafted(tiny, enc.ids, short, answer) == plain(tiny, enc.ids, short)
+            assert drafted(seq2seq_tiny, enc.ids, short, answer) == plain(seq2seq_tiny, enc.ids, short)
 
 
-def test_draft_under_ablation_where_the_model_errs(tiny):
+def test_draft_under_ablation_where_the_model_errs(seq2seq_tiny):
     """Ablated heads make seq2seq-tiny wrong part-way: the draft (the right answer) is then refused where the model
     disagrees, and the loop goes on from the model's own token."""
     text = "Mina left her umbrella on the bus this morning"
     errs = 0
-    for layer in range(tiny.config.n_decoder_layers):
-        abl = {("cross", layer): HeadAblation(heads=tuple(range(tiny.config.n_heads)), mode="zero")}
+    for layer in range(seq2seq_tiny.config.n_decoder_layers):
+        abl = {("cross", layer): HeadAblation(heads=tuple(range(seq2seq_tiny.config.n_heads)), mode="zero")}
         for task in TASKS:
-            enc = tiny.encode_source(text, task=task)
+            enc = seq2seq_tiny.encode_source(text, task=task)
             limit = len(enc.ids) + 4
-            want = plain(tiny, enc.ids, limit, abl)
-            answer = [*apply_task(task, enc.ids[1:-1]), tiny.eos_id]
+            want = plain(seq2seq_tiny, enc.ids, limit, abl)
+            answer = [*apply_task(task, enc.ids[1:-1]), seq2seq_tiny.eos_id]
             errs += want[1:] != answer
-            assert drafted(tiny, enc.ids, limit, answer, abl) == want
+            assert drafted(seq2seq_tiny, enc.ids, limit, answer, abl) == want
     assert errs > 0  # the test did exercise refused drafts
 
 
@@ -93,31 +87,31 @@ def test_untrained_model_refuses_drafts_and_still_decodes(paper_base):
     assert drafted(paper_base, ids, 6, [5, 6, 7, 8, paper_base.eos_id]) == want
 
 
-def test_greedy_run_equals_the_loop_whether_the_answer_is_right_or_not(tiny, monkeypatch):
+def test_greedy_run_equals_the_loop_whether_the_answer_is_right_or_not(seq2seq_tiny, monkeypatch):
     """analysis.greedy_run checks the task's answer in its recorded pass and decodes only where the model disagrees:
     its output and every step's inputs are the plain loop's, with and without ablated heads; the loop runs only when
     the answer was refused."""
     calls = []
-    original = type(tiny.module).greedy_decode
+    original = type(seq2seq_tiny.module).greedy_decode
 
     def spy(self, *a, **kw):
         calls.append(kw.get("draft"))
         return original(self, *a, **kw)
 
     text = "The animal didn't cross the street because it was tired"
-    cases = [None] + [{("cross", layer): HeadAblation(heads=tuple(range(tiny.config.n_heads)), mode="zero")}
-                      for layer in range(tiny.config.n_decoder_layers)]
+    cases = [None] + [{("cross", layer): HeadAblation(heads=tuple(range(seq2seq_tiny.config.n_heads)), mode="zero")}
+                      for layer in range(seq2seq_tiny.config.n_decoder_layers)]
     refused = 0
     for abl in cases:
         for task in TASKS:
-            enc = tiny.encode_source(text, task=task)
-            want = plain(tiny, enc.ids, tiny.step_limit(enc.ids), abl)
-            monkeypatch.setattr(type(tiny.module), "greedy_decode", spy)
+            enc = seq2seq_tiny.encode_source(text, task=task)
+            want = plain(seq2seq_tiny, enc.ids, seq2seq_tiny.step_limit(enc.ids), abl)
+            monkeypatch.setattr(type(seq2seq_tiny.module), "greedy_decode", spy)
             calls.clear()
-            run = greedy_run(tiny, text, task, ablations=abl)
+            run = greedy_run(seq2seq_tiny, text, task, ablations=abl)
             monkeypatch.undo()
-            assert [tiny.tokenizer.token_to_id(t) for t in run.output_tokens] == want[1:]
-            assert [s.inputs for s in run.steps][-1] == [tiny.tokenizer.id_to_token(i) for i in want[:len(run.steps)]]
+            assert [seq2seq_tiny.tokenizer.token_to_id(t) for t in run.output_tokens] == want[1:]
+            assert [s.inputs for s in run.steps][-1] == [seq2seq_tiny.tokenizer.id_to_token(i) for i in want[:len(run.steps)]]
             if run.correct:
                 assert calls == []  # one recorded pass, no loop
             else:

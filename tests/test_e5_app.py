@@ -4,6 +4,7 @@ Hangul tokens, no exception or error, the layer-output check, no English-only te
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from pathlib import Path
 
@@ -130,6 +131,27 @@ def test_korean_minimal_pair_preset_switches_to_the_multilingual_model():
     assert_ok(at)
     assert at.selectbox(key="model").value == E5
     assert at.text_input(key="hl_a").value.endswith("피곤했기 때문이다")
-    table = " ".join(str(e.value) for e in at.table)
-    assert "L" in table or "레이어" in table  # the ranked heads are drawn
+    # the ranked heads are drawn: one table, its headers in Korean (ui.heads.ranked_table, i18n col.*), 12 rows
+    from analysis.heads import PRESET_KO_CANDIDATES
+    from i18n import t
+    from viz.heads import FLIP_MARK
+
+    assert len(at.table) == 1
+    table = at.table[0].value
+    c1, c2 = PRESET_KO_CANDIDATES  # 동물은, 길을
+    assert list(table.columns) == [
+        "순위", "헤드", "변화", "뒤집힘", f"A: w({c1})", f"A: w({c2})", f"B: w({c1})", f"B: w({c2})", "A: 선호", "B: 선호"]
+    assert list(table.columns[:4]) == [t(f"col.{k}", "ko") for k in ("rank", "head", "change", "flipped")]
+    assert table["순위"].tolist() == list(range(1, 13))
+    heads = [re.fullmatch(r"레이어 (\d+) · 헤드 (\d+)", h) for h in table["헤드"]]
+    assert all(heads) and len({h.groups() for h in heads}) == 12, table["헤드"].tolist()
+    assert all(int(h[1]) < 12 and int(h[2]) < 12 for h in heads)  # e5-small: 12 layers x 12 heads
+    assert table["헤드"].iloc[0] == "레이어 11 · 헤드 3"  # the largest change of preference
+    change = table["변화"].abs().tolist()
+    assert change == sorted(change, reverse=True) and change[0] > 0
+    assert ((table["B: 선호"] - table["A: 선호"] - table["변화"]).abs() <= 0.0016).all()  # rounded to 3 decimals
+    assert ((table[f"A: w({c1})"] - table[f"A: w({c2})"] - table["A: 선호"]).abs() <= 0.0016).all()
+    assert set(table["뒤집힘"]) <= {"", f"{FLIP_MARK} 뒤집힘"}
+    flipped = table[table["뒤집힘"] != ""]
+    assert ((flipped["A: 선호"] > 0) != (flipped["B: 선호"] > 0)).all()
     assert not at.info  # the query and both candidates were found in both sentences

@@ -10,7 +10,7 @@ import torch
 
 from analysis import heads as H
 from model.attention import HeadAblation
-from model.errors import InputError, WeightsError
+from model.errors import InputError
 
 A, B = H.PRESET_A, H.PRESET_B
 
@@ -18,16 +18,6 @@ A, B = H.PRESET_A, H.PRESET_B
 @pytest.fixture(scope="module")
 def pair(minilm):
     return H.minimal_pair(minilm, A, B)
-
-
-@pytest.fixture(scope="module")
-def s2s():
-    from model import load_model
-
-    try:  # seq2seq-tiny may be being retrained: use whatever checkpoint is there
-        return load_model("seq2seq-tiny", "cpu")
-    except WeightsError as e:
-        pytest.skip(f"seq2seq-tiny not loadable right now: {e}")
 
 
 # ---- minimal pairs ----------------------------------------------------------------------------------------------------
@@ -300,21 +290,21 @@ def test_specials_take_more_weight_than_norm(minilm):
 
 
 # ---- seq2seq-tiny -----------------------------------------------------------------------------------------------------
-def test_decoder_effect_without_heads_changes_nothing(s2s):
+def test_decoder_effect_without_heads_changes_nothing(seq2seq_tiny):
     text = "the cat sat on the mat"
-    d = H.decoder_effect(s2s, text, [], task="reverse", step=1)
+    d = H.decoder_effect(seq2seq_tiny, text, [], task="reverse", step=1)
     assert d.output_before == d.output_after and d.top_before == d.top_after
     from model.data import apply_task
 
-    words = s2s.encode_source(text, task="reverse").tokens[1:-1]
+    words = seq2seq_tiny.encode_source(text, task="reverse").tokens[1:-1]
     assert d.expected == (*apply_task("reverse", words), "<eos>")
     assert d.exact_before == (d.output_before == d.expected)
     assert len(d.top_before) == 5 and sum(p for _, p in d.top_before) <= 1.0 + 1e-6
 
 
-def test_decoder_effect_with_cross_attention_ablated(s2s):
-    heads = [("cross", la, h) for la in range(s2s.config.n_decoder_layers) for h in range(s2s.config.n_heads)]
-    d = H.decoder_effect(s2s, "the cat sat on the mat", heads, task="copy", step=0)
+def test_decoder_effect_with_cross_attention_ablated(seq2seq_tiny):
+    heads = [("cross", la, h) for la in range(seq2seq_tiny.config.n_decoder_layers) for h in range(seq2seq_tiny.config.n_heads)]
+    d = H.decoder_effect(seq2seq_tiny, "the cat sat on the mat", heads, task="copy", step=0)
     assert d.top_before != d.top_after  # without any cross-attention the decoder cannot see the source
     assert d.exact_after is False
     rows = {r["token"]: r for r in d.top_rows()}
@@ -323,25 +313,25 @@ def test_decoder_effect_with_cross_attention_ablated(s2s):
         assert rows[t]["after"] == pytest.approx(p, abs=1e-4)
 
 
-def test_logit_lens_last_layer_is_the_model_output(s2s):
+def test_logit_lens_last_layer_is_the_model_output(seq2seq_tiny):
     text = "the cat sat on the mat"
-    tr = s2s.trace(text, task="copy")
+    tr = seq2seq_tiny.trace(text, task="copy")
     for step in range(min(3, len(tr.target_ids))):
-        lens = H.logit_lens(s2s, text, task="copy", step=step)
-        assert lens.top_probs.shape == (s2s.config.n_decoder_layers, 5)
+        lens = H.logit_lens(seq2seq_tiny, text, task="copy", step=step)
+        assert lens.top_probs.shape == (seq2seq_tiny.config.n_decoder_layers, 5)
         assert lens.top_tokens[-1][0] == lens.answer == tr.meta["generated_tokens"][step]
         assert lens.answer_rank[-1] == 0
         assert (np.diff(lens.top_probs, axis=1) <= 1e-7).all()
     with pytest.raises(InputError):
-        H.logit_lens(s2s, text, task="copy", step=99)
+        H.logit_lens(seq2seq_tiny, text, task="copy", step=99)
 
 
-def test_seq2seq_encoder_surgery_and_pairs(s2s):
-    eff = H.encoder_effect(s2s, "the cat sat on the mat", [(0, 1)], task="copy")
+def test_seq2seq_encoder_surgery_and_pairs(seq2seq_tiny):
+    eff = H.encoder_effect(seq2seq_tiny, "the cat sat on the mat", [(0, 1)], task="copy")
     assert eff.tokens[0] == "<copy>" and eff.sentence_cosine < 1.0
-    grid = H.rank_heads_by_effect(s2s, "the cat sat on the mat", task="copy")
-    assert grid.sentence_change.shape == (s2s.config.n_encoder_layers, s2s.config.n_heads)
-    mp = H.minimal_pair(s2s, "the cat sat on the mat", "the cat sat on the rug", "sat", ("cat", "on"), task="copy")
+    grid = H.rank_heads_by_effect(seq2seq_tiny, "the cat sat on the mat", task="copy")
+    assert grid.sentence_change.shape == (seq2seq_tiny.config.n_encoder_layers, seq2seq_tiny.config.n_heads)
+    mp = H.minimal_pair(seq2seq_tiny, "the cat sat on the mat", "the cat sat on the rug", "sat", ("cat", "on"), task="copy")
     assert mp.change.shape == grid.sentence_change.shape
 
 
@@ -374,8 +364,8 @@ def test_figures_build_and_escape_user_text(minilm, pair):
     assert ko[0]["헤드"] == "레이어 3 · 헤드 1" and "A: w(it)" not in ko[0]
 
 
-def test_seq2seq_figures(s2s):
+def test_seq2seq_figures(seq2seq_tiny):
     from viz import heads as V
 
-    V.logit_lens_heatmap(H.logit_lens(s2s, "the cat sat", task="copy")).to_json()
-    V.top_k_bars(H.decoder_effect(s2s, "the cat sat", [("cross", 1, 0)], task="copy")).to_json()
+    V.logit_lens_heatmap(H.logit_lens(seq2seq_tiny, "the cat sat", task="copy")).to_json()
+    V.top_k_bars(H.decoder_effect(seq2seq_tiny, "the cat sat", [("cross", 1, 0)], task="copy")).to_json()

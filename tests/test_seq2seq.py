@@ -12,18 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from model import InputError, WeightsError, load_model
+from model import InputError, WeightsError
 from model.data import BRIEF_SENTENCES, MAX_TEXT_TOKENS, SPECIAL_TOKENS, TASK_TOKENS, TASKS, apply_task, permutation
 from model.seq2seq import FILES, read_config, unknown_words
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets" / "seq2seq-tiny"
 TROPHY = "The trophy didn't fit in the suitcase because it was too big"
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("seq2seq-tiny", "cpu")
 
 
 def everyday() -> list[str]:
@@ -45,85 +40,85 @@ def test_permutations():
         permutation("sort", 3)
 
 
-def test_tokenizer_has_specials_and_task_tokens(tiny):
-    tok = tiny.tokenizer
+def test_tokenizer_has_specials_and_task_tokens(seq2seq_tiny):
+    tok = seq2seq_tiny.tokenizer
     assert [tok.token_to_id(t) for t in SPECIAL_TOKENS] == list(range(len(SPECIAL_TOKENS)))
     assert SPECIAL_TOKENS[:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
     assert set(TASK_TOKENS.values()) == {"<copy>", "<reverse>", "<swap>"}
     assert 40_000 <= tok.vocab_size <= 60_000  # English and Korean (issue 16)
-    assert tiny.config.pad_id == tok.token_to_id("<pad>") == 0
-    assert tiny.tokenizer.max_length == MAX_TEXT_TOKENS == read_config()["max_text_tokens"] >= 48
+    assert seq2seq_tiny.config.pad_id == tok.token_to_id("<pad>") == 0
+    assert seq2seq_tiny.tokenizer.max_length == MAX_TEXT_TOKENS == read_config()["max_text_tokens"] >= 48
 
 
-def test_everyday_words_are_single_tokens(tiny):
+def test_everyday_words_are_single_tokens(seq2seq_tiny):
     """Issue 7: >= 97% of the words of the everyday set are one vocabulary token each."""
     from training.data import word_coverage
 
-    coverage, missing = word_coverage(tiny.tokenizer._tok, everyday())
+    coverage, missing = word_coverage(seq2seq_tiny.tokenizer._tok, everyday())
     assert coverage >= 0.97, (coverage, sorted(set(missing)))
     for word in ("trophy", "suitcase", "grandmother", "morning"):
-        assert tiny.tokenizer.encode(word, add_special_tokens=False).tokens == [word]
-    assert tiny.encode_source(TROPHY, task="copy").tokens[1:-1] == [
+        assert seq2seq_tiny.tokenizer.encode(word, add_special_tokens=False).tokens == [word]
+    assert seq2seq_tiny.encode_source(TROPHY, task="copy").tokens[1:-1] == [
         "the", "trophy", "didn", "'", "t", "fit", "in", "the", "suitcase", "because", "it", "was", "too", "big"]
 
 
-def test_unknown_characters_become_unk_and_the_task_stays_exact(tiny):
-    enc = tiny.encode_source("the cat 안녕하세요 ☃ 🙂 naïve", task="copy")
+def test_unknown_characters_become_unk_and_the_task_stays_exact(seq2seq_tiny):
+    enc = seq2seq_tiny.encode_source("the cat 안녕하세요 ☃ 🙂 naïve", task="copy")
     assert enc.tokens[0] == "<copy>" and enc.tokens[-1] == "<eos>"
     assert enc.tokens[1:-1] == ["the", "cat", "안녕", "##하세요", "<unk>", "<unk>", "naive"]  # Korean is read
-    trace = tiny.trace("Καλημέρα κόσμε", task="reverse")
+    trace = seq2seq_tiny.trace("Καλημέρα κόσμε", task="reverse")
     assert bracketed(trace.source_tokens) == []  # nothing but <unk> and specials
     assert trace.cross_attention.shape[-1] == len(trace.source_tokens)
     text = "My friend 민준 sent me a 🙂 from Αθήνα yesterday"
-    assert tiny.unknown_words(text) == ["🙂", "Αθήνα"]
+    assert seq2seq_tiny.unknown_words(text) == ["🙂", "Αθήνα"]
     for task in TASKS:
-        trace = tiny.trace(text, task=task)
+        trace = seq2seq_tiny.trace(text, task=task)
         assert trace.meta["unknown_words"] == ["🙂", "Αθήνα"]
         assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], task
-    assert unknown_words("plain words", tiny.encode_source("plain words")) == []
+    assert unknown_words("plain words", seq2seq_tiny.encode_source("plain words")) == []
 
 
-def test_no_profanity_in_the_vocabulary_and_typed_profanity_is_still_copied(tiny):
+def test_no_profanity_in_the_vocabulary_and_typed_profanity_is_still_copied(seq2seq_tiny):
     """The top-5 and logit-lens views show low-ranked entries: profanities and slurs are not vocabulary entries
     (their ids are <unusedN>), and typed they become pieces that the tasks move like any other token."""
     from training.data import BLOCKED
 
-    vocab = tiny.tokenizer._tok.get_vocab()
+    vocab = seq2seq_tiny.tokenizer._tok.get_vocab()
     assert not BLOCKED & set(vocab)
     assert sum(t.startswith("<unused") for t in vocab) == 28
     text = "What the fuck is this shit"
-    assert "fuck" not in tiny.encode_source(text).tokens
+    assert "fuck" not in seq2seq_tiny.encode_source(text).tokens
     for task in TASKS:
-        trace = tiny.trace(text, task=task)
+        trace = seq2seq_tiny.trace(text, task=task)
         assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], task
         assert not any(t.startswith("<unused") for t in trace.meta["generated_tokens"])
 
 
-def test_typed_special_tokens_are_plain_text(tiny):
-    enc = tiny.encode_source("<eos> <reverse> <script>alert(1)</script>", task="copy")
+def test_typed_special_tokens_are_plain_text(seq2seq_tiny):
+    enc = seq2seq_tiny.encode_source("<eos> <reverse> <script>alert(1)</script>", task="copy")
     assert enc.tokens.count("<eos>") == 1 and enc.tokens[-1] == "<eos>"
     assert "<reverse>" not in enc.tokens and "script" in enc.tokens
 
 
-def test_bad_task_and_empty_text(tiny):
+def test_bad_task_and_empty_text(seq2seq_tiny):
     with pytest.raises(InputError, match="copy, reverse, swap"):
-        tiny.trace("I am good", task="sort")
+        seq2seq_tiny.trace("I am good", task="sort")
     for text in ("", "   \n\t"):
         with pytest.raises(InputError):
-            tiny.trace(text, task="copy")
+            seq2seq_tiny.trace(text, task="copy")
 
 
-def test_long_text_is_truncated(tiny):
+def test_long_text_is_truncated(seq2seq_tiny):
     text = " ".join(["the street was wide"] * 40)
-    trace = tiny.trace(text, task="copy")
+    trace = seq2seq_tiny.trace(text, task="copy")
     assert trace.truncated and trace.n_tokens_untruncated > len(trace.source_tokens)
     assert len(trace.source_tokens) == MAX_TEXT_TOKENS + 2
-    assert len(trace.target_tokens) <= tiny.config.max_positions
+    assert len(trace.target_tokens) <= seq2seq_tiny.config.max_positions
     # exact at the limit on ordinary text (a paragraph of the everyday set, cut at 60 tokens), on every task.
     # A periodic text ("the street was wide" x 15, "the" x 60) is the known hard case at the limit: one token too
     # many or too few on one task or another, with the earlier checkpoint as with this one (README, Limits).
     for task in TASKS:
-        trace = tiny.trace(" ".join(everyday()[:12]), task=task)
+        trace = seq2seq_tiny.trace(" ".join(everyday()[:12]), task=task)
         assert trace.truncated and len(trace.source_tokens) == MAX_TEXT_TOKENS + 2
         assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], task
 
@@ -184,19 +179,19 @@ def test_assets_are_small_pinned_and_load_strictly(tmp_path):
         load_seq2seq_tiny(torch.device("cpu"), tmp_path)
 
 
-def test_brief_and_trophy_sentences_decode_correctly(tiny):
+def test_brief_and_trophy_sentences_decode_correctly(seq2seq_tiny):
     for text in [*BRIEF_SENTENCES, TROPHY]:
         for task in TASKS:
-            trace = tiny.trace(text, task=task)
+            trace = seq2seq_tiny.trace(text, task=task)
             src = trace.source_tokens[1:-1]
             assert trace.meta["generated_tokens"] == [*apply_task(task, src), "<eos>"], (text, task)
 
 
-def test_trace_is_a_normal_attention_trace(tiny):
-    trace = tiny.trace("A dog ate the food because it was hungry", task="reverse", intermediates=True)
+def test_trace_is_a_normal_attention_trace(seq2seq_tiny):
+    trace = seq2seq_tiny.trace("A dog ate the food because it was hungry", task="reverse", intermediates=True)
     assert trace.blocks == ["encoder", "decoder_self", "cross"]
     assert trace.source_tokens[0] == "<reverse>" and trace.target_tokens[0] == "<bos>"
-    L, H = tiny.config.n_decoder_layers, tiny.config.n_heads
+    L, H = seq2seq_tiny.config.n_decoder_layers, seq2seq_tiny.config.n_heads
     T, N = len(trace.target_tokens), len(trace.source_tokens)
     assert trace.cross_attention.shape == (L, H, T, N)
     assert trace.decoder_self_attention.shape == (L, H, T, T)
@@ -210,13 +205,13 @@ def test_trace_is_a_normal_attention_trace(tiny):
     assert trace.decoder_hidden_states.shape[0] == L + 1
 
 
-def test_quality_on_everyday_sample(tiny):
+def test_quality_on_everyday_sample(seq2seq_tiny):
     """Issue 7: 200 sentences of the everyday set (written by hand; none from the vocabulary's source):
     exact match >= 97% (copy) / 95% (reverse, swap), alignment >= 95%."""
     from training.evaluate import evaluate_loaded
 
     texts = random.Random(0).sample(everyday(), 200)
-    results = evaluate_loaded(tiny, texts)
+    results = evaluate_loaded(seq2seq_tiny, texts)
     for task, floor in {"copy": 0.97, "reverse": 0.95, "swap": 0.95}.items():
         r = results[task]
         assert r.exact >= floor, (task, r.exact)
@@ -270,18 +265,18 @@ def test_training_step_and_exact_resume(tmp_path):
     assert train.main([*common, "--resume", "--run-dir", str(tmp_path / "nothing")]) == 2
 
 
-def test_greedy_steps_match_the_one_pass_trace(tiny):
+def test_greedy_steps_match_the_one_pass_trace(seq2seq_tiny):
     """Decoding step by step (each output fed back in) sees exactly the rows of the one-pass trace."""
     from analysis.decoding import greedy_run, teacher_forced_run
 
     text = "I am sam"
-    run = greedy_run(tiny, text, "swap")
-    trace = tiny.trace(text, task="swap")
+    run = greedy_run(seq2seq_tiny, text, "swap")
+    trace = seq2seq_tiny.trace(text, task="swap")
     assert run.output_tokens == trace.meta["generated_tokens"]
     for t, step in enumerate(run.steps[: len(trace.target_tokens)]):
         np.testing.assert_allclose(step.cross_row, trace.cross_attention[:, :, t], atol=1e-5)
         np.testing.assert_allclose(step.self_attention[:, :, -1], trace.decoder_self_attention[:, :, t, : t + 1],
                                    atol=1e-5)
         assert step.top_tokens[0] == step.chosen
-    forced = teacher_forced_run(tiny, text, "swap")
+    forced = teacher_forced_run(seq2seq_tiny, text, "swap")
     assert forced.output_tokens == forced.expected == ["am", "i", "sam", "<eos>"]

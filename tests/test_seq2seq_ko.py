@@ -11,7 +11,6 @@ import pytest
 from apptest_support import assert_ok
 from streamlit.testing.v1 import AppTest
 
-from model import load_model
 from model.data import TASKS, apply_task
 from model.examples import KOREAN_EXAMPLE_SENTENCES
 
@@ -19,11 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 KO_SET = ROOT / "assets" / "seq2seq-tiny" / "everyday_ko.txt"
 KO = "그 동물은 너무 피곤해서 길을 건너지 않았다"
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("seq2seq-tiny", "cpu")
 
 
 def korean_everyday() -> list[str]:
@@ -39,35 +33,35 @@ def test_korean_set_is_written_as_a_class_types():
     assert sum(any("a" <= c.lower() <= "z" for c in t) for t in texts) >= 8  # mixed Korean-English
 
 
-def test_korean_vocabulary_unk_rate_and_eojeol_length(tiny):
+def test_korean_vocabulary_unk_rate_and_eojeol_length(seq2seq_tiny):
     from training.data import korean_tokens
 
-    ko = korean_tokens(tiny.tokenizer._tok, korean_everyday())
+    ko = korean_tokens(seq2seq_tiny.tokenizer._tok, korean_everyday())
     assert ko.unk_rate <= 0.01, ko
     assert ko.eojeol_le2 >= 0.90, ko
-    enc = tiny.encode_source(KO, task="copy")
+    enc = seq2seq_tiny.encode_source(KO, task="copy")
     assert enc.tokens[1:-1] == ["그", "동물", "##은", "너무", "피곤", "##해서", "길", "##을", "건너", "##지", "않", "##았다"]
     assert enc.words() == ["그", "동물은", "너무", "피곤해서", "길을", "건너지", "않았다"]
     # any word of the 2,350 KS X 1001 syllables is spelled from pieces, never <unk>, even rare or made-up ones;
     # the 8,822 syllables outside that set (뷁, 똠, 쀍: almost never typed) are <unk>, one per word
-    rare = tiny.encode_source("휘뚜루마뚜루 얼렁뚱땅 꽥꽥거렸다", task="copy")
+    rare = seq2seq_tiny.encode_source("휘뚜루마뚜루 얼렁뚱땅 꽥꽥거렸다", task="copy")
     assert "<unk>" not in rare.tokens and len(rare.tokens) > 6
-    assert tiny.encode_source("뷁 똠방각하", task="copy").tokens[1:-1] == ["<unk>", "<unk>"]
+    assert seq2seq_tiny.encode_source("뷁 똠방각하", task="copy").tokens[1:-1] == ["<unk>", "<unk>"]
 
 
-def test_korean_brief_sentences_are_exact_on_every_task(tiny):
+def test_korean_brief_sentences_are_exact_on_every_task(seq2seq_tiny):
     for text in KOREAN_EXAMPLE_SENTENCES:
         for task in TASKS:
-            trace = tiny.trace(text, task=task)
+            trace = seq2seq_tiny.trace(text, task=task)
             assert trace.meta["generated_tokens"] == [*apply_task(task, trace.source_tokens[1:-1]), "<eos>"], (text, task)
 
 
-def test_quality_on_a_korean_sample(tiny):
+def test_quality_on_a_korean_sample(seq2seq_tiny):
     """Targets on the whole set: copy >= 99 %, reverse / swap >= 97 %, alignment >= 98 % (training.evaluate)."""
     from training.evaluate import evaluate_loaded
 
     texts = random.Random(0).sample(korean_everyday(), 120)
-    results = evaluate_loaded(tiny, texts)
+    results = evaluate_loaded(seq2seq_tiny, texts)
     for task, floor in {"copy": 0.97, "reverse": 0.95, "swap": 0.95}.items():
         assert results[task].exact >= floor, (task, results[task].exact)
         assert results[task].alignment >= 0.95, (task, results[task].alignment)

@@ -9,6 +9,7 @@ import pytest
 import segno
 from streamlit.testing.v1 import AppTest
 
+from i18n import t
 from ui import share
 
 URLS = [
@@ -65,12 +66,39 @@ def test_popover_shows_the_current_url():
     assert not at.exception
     url = [m.value for m in at.markdown if m.value.startswith("URL=")][0][4:]
     assert "text=%3Cscript%3Ealert%281%29%3C%2Fscript%3E" in url and "step=6" in url and "lang=ko" in url
-    assert at.sidebar.get("popover") or at.get("popover")
-    assert not at.sidebar.get("image"), "no QR work while the popover is closed"
+    # one popover, in the sidebar (where the shell puts it: share_button(sb, lang)), labelled in the session's language
+    assert at.main.get("popover") == []
+    (pop,) = at.sidebar.get("popover")
+    assert pop.proto.popover.label == t("share.button", "ko") == "수업에 공유"
+    assert pop.proto.popover.help == t("share.help", "ko")
+    assert pop.proto.popover.icon == ":material/qr_code_2:"
+    assert pop.proto.popover.open is False
+    assert list(pop.children.values()) == [], "no QR work while the popover is closed"
+    assert not at.sidebar.get("image") and not at.sidebar.code
     at.session_state["share_popover"] = True  # the lecturer opens it
     at.run()
-    assert any(url in c.value for c in at.sidebar.code)
-    assert at.sidebar.get("image"), "the QR image"
+    assert not at.exception
+    (pop,) = at.sidebar.get("popover")
+    assert pop.proto.popover.open is True
+    image, download, code = pop.children.values()  # the QR image, its SVG download, the URL as text
+    assert (image.type, download.type, code.type) == ("image", "download_button", "code")
+    assert code.value == url
+    assert image.proto.imgs[0].caption == t("share.caption", "ko")
+    assert download.proto.label == t("share.download_svg", "ko")
+    assert at.main.get("popover") == [] and not at.main.get("image")
+
+
+def test_the_shell_puts_the_share_popover_in_the_sidebar():
+    from pathlib import Path
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=180)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert not at.exception
+    label = t("share.button", "en")
+    in_sidebar = [p for p in at.sidebar.get("popover") if p.proto.popover.label == label]
+    assert len(in_sidebar) == 1 and in_sidebar[0].proto.popover.id.endswith("-share_popover")
+    assert [p for p in at.main.get("popover") if p.proto.popover.label == label] == []
 
 
 def test_a_link_too_long_for_a_qr_code_gets_a_message():

@@ -1,0 +1,213 @@
+"""The architecture rules (README, "Architecture"), checked statically on the source with `ast` (tests/source_support.py:
+every import at any depth of a file, functions included, relative imports resolved): who may import whom, no import
+cycles, no private names across modules, thin pages. Each rule is one test; a failure names the file and the line.
+
+Known violations that other branches are removing are listed below (KNOWN_*), each checked by its own strict xfail:
+when one is gone its xfail passes, which fails the run: then delete its entry, and the rule covers that file too."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+from source_support import (
+    ROOT,
+    cycles,
+    describe_cycle,
+    files_of,
+    import_edges,
+    imported_modules,
+    imports_in,
+    imports_of,
+    module_name,
+    offenders,
+    parse,
+    project_modules,
+    python_files,
+    rel,
+    resolve,
+    runtime_files,
+    top,
+)
+
+STREAMLIT_PACKAGES = ("ui", "app_pages", "app", "serve")  # serve/: being added on another branch (may not exist yet)
+MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
+
+# ui/ never imports torch: these two still do; another branch is removing the imports.
+KNOWN_UI_TORCH = {
+    "ui/shell.py": "ui/shell.py imports torch (line 28) on main; being removed on another branch",
+    "ui/runs.py": "ui/runs.py imports torch inside a function (line 56) on main; being removed on another branch",
+}
+# import cycles on main; both are being removed on other branches
+KNOWN_CYCLES = {
+    ("model.hf.registration", "model.registry"): "model/registry.py imports model.hf.registration and "
+                                                 "model/hf/registration.py imports model.registry (both inside "
+                                                 "functions) on main; being removed on another branch",
+    ("ui.cache", "ui.runs"): "ui/runs.py imports ui.cache and ui/cache.py re-exports ui.runs (`from .runs import *` "
+                             "at its end) on main; being removed on another branch",
+}
+# the layers above each package: what it must never import (streamlit, plotly, torch and transformers: rules below)
+LAYERS = {
+    "analysis": {"ui", "viz", "app_pages", "app", "serve"},
+    "viz": {"ui", "app_pages", "app", "serve", "training"},
+    "training": {"plotly", "ui", "viz", "app_pages", "app", "serve"},
+    "ui": {"app_pages", "app", "training"},
+}
+
+
+def graph_modules() -> dict[str, Path]:
+    """Every module of the project outside tests/ (bench/ included: its scripts are part of the project)."""
+    return project_modules([p for p in python_files() if p.relative_to(ROOT).parts[0] != "tests"])
+
+
+# ---- the scanner itself ----------------------------------------------------------------------------------------------
+def test_scanner_sees_the_project_and_every_kind_of_import():
+    files = {rel(p) for p in python_files()}
+    assert {"app.py", "model/__init__.py", "model/registry.py", "ui/shell.py", "viz/__init__.py",
+            "analysis/__init__.py", "app_pages/explorer.py", "tests/test_architecture.py"} <= files
+    assert not any(f.startswith((".venv/", ".git/")) for f in files)
+    assert not any(top(p) in ("tests", "bench") for p in runtime_files())
+    src = textwrap.dedent("""
+        import transformers.models
+        from transformers import BertModel
+        import importlib
+        def f():
+            import torch
+            importlib.import_module('plotly.express')
+            __import__('streamlit')
+        from .transformer import Transformer
+    """)
+    found = {(i.line, i.module) for i in imports_in(ast.parse(src), ROOT / "model" / "x.py")}
+    assert found == {(2, "transformers.models"), (3, "transformers"), (4, "importlib"), (6, "torch"),
+                     (7, "plotly.express"), (8, "streamlit"), (9, "model.transformer")}
+    assert imported_modules(ast.parse("from .transformer import Transformer")) == set()
+    # relative imports two levels up resolve from the file's package
+    assert [i.module for i in imports_in(ast.parse("from ..registry import get_spec"), ROOT / "model/hf/load.py")] \
+        == ["model.registry"]
+    assert module_name(ROOT / "model" / "hf" / "__init__.py") == "model.hf"
+    mods = graph_modules()
+    assert resolve("model.registry.load_model", mods) == "model.registry" and resolve("numpy", mods) is None
+    # the cycle finder finds a cycle through a function-level import, and only cycles
+    edges = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
+    assert cycles(edges) == [["a", "b", "c"]]
+    assert cycles({"a": {"b": 1}, "b": {}}) == []
+
+
+# ---- transformers ------------------------------------------------------------------------------------------------
+def test_runtime_code_never_imports_transformers():
+    """The reference implementation is for the tests (parity) and the benchmarks only."""
+    bad = offenders(runtime_files(), {"transformers"})
+    assert bad == [], "run-time code imports transformers (only tests/ and bench/ may):\n" + "\n".join(bad)
+
+
+# ---- streamlit, plotly, torch --------------------------------------------------------------------------------------
+def test_model_and_analysis_never_import_streamlit_or_plotly():
+    files = files_of("model", "analysis")
+    assert len(files) > 10
+    bad = offenders(files, {"streamlit", "plotly"})
+    assert bad == [], "model/ and analysis/ compute; they never draw:\n" + "\n".join(bad)
+
+
+def test_viz_never_imports_streamlit_or_torch():
+    files = files_of("viz")
+    assert files
+    bad = offenders(files, {"streamlit", "torch"})
+    assert bad == [], "viz/ turns arrays into figures, without the app or the model:\n" + "\n".join(bad)
+
+
+def test_only_the_interface_imports_streamlit():
+    """Only ui/, app_pages/, app.py and serve/ (when it exists) import streamlit (tests/ and bench/ may)."""
+    others = [p for p in runtime_files() if top(p) not in STREAMLIT_PACKAGES]
+    assert {"model", "analysis", "viz", "i18n", "training"} <= {top(p) for p in others}
+    bad = offenders(others, {"streamlit"})
+    assert bad == [], f"only {', '.join(STREAMLIT_PACKAGES)} may import streamlit:\n" + "\n".join(bad)
+    assert offenders(files_of("app_pages"), {"streamlit"}), "the scanner sees the pages' own streamlit imports"
+
+
+def test_ui_never_imports_torch():
+    """The interface reads results (analysis/, ui/cache.py), never tensors. Files in KNOWN_UI_TORCH: see below."""
+    files = [p for p in files_of("ui") if rel(p) not in KNOWN_UI_TORCH]
+    assert len(files) > 10
+    bad = offenders(files, {"torch"})
+    assert bad == [], "ui/ imports torch:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=why))
+                                  for p, why in KNOWN_UI_TORCH.items()])
+def test_ui_never_imports_torch_known_files(path):
+    """Each known offender, until its import is removed (then this passes strictly: delete its KNOWN_UI_TORCH entry)."""
+    p = ROOT / path
+    if not p.exists():
+        return
+    bad = offenders([p], {"torch"})
+    assert bad == [], "ui/ imports torch:\n" + "\n".join(bad)
+
+
+# ---- the layers ---------------------------------------------------------------------------------------------------
+def test_model_imports_nothing_of_the_project_outside_model():
+    """model/ is the bottom layer: it runs on its own (the CLI, the parity tests), with no other package of ours."""
+    mods = graph_modules()
+    files = files_of("model")
+    assert len(files) > 10
+    bad = []
+    for p in files:
+        for imp in imports_of(p):
+            target = resolve(imp.module, mods) or next(
+                (t for n in imp.names if (t := resolve(f"{imp.module}.{n}", mods))), None)
+            if imp.module.startswith(".") or (target and target.split(".")[0] != "model"):
+                bad.append(f"{rel(p)}:{imp.line} imports {imp.module}")
+    assert bad == [], "model/ imports the project outside model/:\n" + "\n".join(bad)
+
+
+def test_packages_respect_the_layers():
+    """analysis/ never imports ui, viz or pages; viz/ never ui, pages or training; training/ never plotly, ui, viz or
+    pages; ui/ never pages or training."""
+    bad = [line for pkg, forbidden in LAYERS.items() for line in offenders(files_of(pkg), forbidden)]
+    assert bad == [], "\n".join(bad)
+
+
+# ---- import cycles ------------------------------------------------------------------------------------------------
+def _cycles():
+    mods = graph_modules()
+    edges = import_edges(mods)
+    return mods, edges, cycles(edges)
+
+
+def test_no_two_modules_import_each_other():
+    """No import cycle among the project's modules (imports inside functions count). Known cycles: see below."""
+    mods, edges, found = _cycles()
+    assert len(mods) > 50 and sum(map(len, edges.values())) > 100  # the graph is the project's
+    new = [describe_cycle(c, edges, mods) for c in found if tuple(c) not in KNOWN_CYCLES]
+    assert new == [], "import cycles:\n" + "\n".join(new)
+
+
+@pytest.mark.parametrize("pair", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=why), id=" <-> ".join(c))
+                                  for c, why in KNOWN_CYCLES.items()])
+def test_no_two_modules_import_each_other_known_cycles(pair):
+    """Each known cycle, until it is broken (then this passes strictly: delete its KNOWN_CYCLES entry)."""
+    mods, edges, found = _cycles()
+    still = [describe_cycle(c, edges, mods) for c in found if set(pair) <= set(c)]
+    assert still == [], "import cycle:\n" + "\n".join(still)
+
+
+# ---- private names -------------------------------------------------------------------------------------------------
+def test_no_module_imports_a_private_name_of_another():
+    bad = []
+    for p in runtime_files():
+        for node in ast.walk(parse(p)):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                bad += [f"{rel(p)}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {a.name}"
+                        for a in node.names if a.name.startswith("_")]
+    assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
+
+
+# ---- pages ---------------------------------------------------------------------------------------------------------
+def test_pages_are_thin():
+    """Each page in app_pages/ is at most 60 lines: the sections live in ui/, the numbers in analysis/."""
+    pages = sorted((ROOT / "app_pages").glob("*.py"))
+    assert len(pages) >= 7, "the seven pages"
+    long = [f"{rel(p)}:{n}: {n} lines (at most {MAX_PAGE_LINES})" for p in pages
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGE_LINES]
+    assert long == [], "\n".join(long)

@@ -6,10 +6,10 @@ No Streamlit here. Public entry points:
 
 from .config import PRESETS, TransformerConfig, preset
 from .errors import HeadlightError, InputError, WeightsError
-from .registry import DEFAULT_MODEL, REGISTRY, get_spec, list_models, load_model
+from .registry import DEFAULT_MODEL, REGISTRY, get_spec, list_models, load_model, register_local_models
 from .trace import AttentionTrace
 
 __all__ = [
     "PRESETS", "TransformerConfig", "preset", "HeadlightError", "InputError", "WeightsError",
-    "DEFAULT_MODEL", "REGISTRY", "get_spec", "list_models", "load_model", "AttentionTrace",
+    "DEFAULT_MODEL", "REGISTRY", "get_spec", "list_models", "load_model", "register_local_models", "AttentionTrace",
 ]

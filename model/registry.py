@@ -76,12 +76,13 @@ register(ModelSpec(
 DEFAULT_MODEL = "minilm-l6"
 
 
-def register_local_models(paths: list[str] | None = None) -> list[ModelSpec]:
-    """Register local Hugging Face-format folders: `paths`, or those named in HEADLIGHT_MODELS (comma-separated).
-    Called by the entry points (the app's start, the CLI); returns the folders' specs."""
+def register_local_models(paths: str | list[str] | None = None) -> list[ModelSpec]:
+    """Register local Hugging Face-format folders: `paths` (a list, or comma-separated), or those named in
+    HEADLIGHT_MODELS. Called by the entry points (the app's start, the CLI); returns the folders' specs."""
     from .hf.specs import folder_spec, folders_from_env
 
-    return [register(folder_spec(p, REGISTRY)) for p in (folders_from_env() if paths is None else paths)]
+    folders = paths if isinstance(paths, list) else folders_from_env(paths)
+    return [register(folder_spec(p, REGISTRY)) for p in folders]
 
 
 def list_models() -> list[str]:

@@ -105,7 +105,8 @@ def verify_file(path: Path, expected: str, fix: str) -> None:
 class Checkpoint:
     """name -> tensor, read from one or more safetensors files. `prefix` (e.g. "bert.", "model.") is found from an
     anchor tensor, so base models and task-head models both load; old LayerNorm names (gamma / beta) are found too.
-    `fix`: what to do when the file is wrong (named in every error)."""
+    `fix`: what to do when a file the project ships or installs is wrong (named in every error); a local folder's
+    errors say what in it is wrong instead."""
 
     def __init__(self, files, *, anchor: str | None = None, fix: str = "", source: str | None = None):
         self.tensors: dict[str, torch.Tensor] = {}
@@ -119,8 +120,11 @@ class Checkpoint:
                     for name in st.keys():
                         self.tensors[name] = st.get_tensor(name)
             except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-                raise WeightsError(f"{str(f)!r} cannot be read as safetensors ({e}).{_fix(fix)}",
-                                   key="weights_unreadable", path=str(f), detail=str(e), fix=fix) from None
+                if fix:  # a file the project ships or installs
+                    raise WeightsError(f"Cannot read {f.name} as safetensors ({e}). Fix: {fix}",
+                                       key="weights_unreadable", name=f.name, detail=e, fix=fix) from None
+                raise WeightsError(f"{str(f)!r} cannot be read as safetensors ({e}).", key="hf_weights_invalid",
+                                   path=str(f), detail=str(e)) from None
         self.source = source or (str(files[0].parent) if files else "")
         self.prefix = self.find_prefix(anchor) if anchor else ""
         self.used: set[str] = set()
@@ -147,24 +151,29 @@ class Checkpoint:
         """The tensor `name` as float32, or a WeightsError naming it and the expected vs found shape."""
         key = self._key(name)
         if key is None:
+            if self.fix:
+                missing = [self.prefix + name]
+                raise WeightsError(f"{self.source} does not have the expected keys: missing {missing}, unexpected []. "
+                                   f"Fix: {self.fix}", key="weights_keys", source=self.source, missing=missing,
+                                   unexpected=[], fix=self.fix)
             raise WeightsError(f"{self.source}: the weights lack the tensor {self.prefix + name!r} (expected shape "
-                               f"{tuple(shape)}).{_fix(self.fix)}", key="weights_tensor_missing", path=self.source,
-                               tensor=self.prefix + name, expected=str(tuple(shape)), fix=self.fix)
+                               f"{tuple(shape)}).", key="hf_tensor_missing", path=self.source,
+                               tensor=self.prefix + name, expected=str(tuple(shape)))
         t = self.tensors[key]
         if tuple(t.shape) != tuple(shape):
-            raise WeightsError(f"{self.source}: tensor {key!r} has shape {tuple(t.shape)}, expected {tuple(shape)}."
-                               f"{_fix(self.fix)}", key="weights_tensor_shape", path=self.source, tensor=key,
-                               found=str(tuple(t.shape)), expected=str(tuple(shape)), fix=self.fix)
+            if self.fix:
+                raise WeightsError(f"{self.source}: {key} has shape {tuple(t.shape)}, expected {tuple(shape)}. Fix: "
+                                   f"{self.fix}", key="weights_shape", source=self.source, tensor=key,
+                                   shape=tuple(t.shape), expected=tuple(shape), fix=self.fix)
+            raise WeightsError(f"{self.source}: tensor {key!r} has shape {tuple(t.shape)}, expected {tuple(shape)} "
+                               "from config.json.", key="hf_tensor_shape", path=self.source, tensor=key,
+                               found=str(tuple(t.shape)), expected=str(tuple(shape)))
         self.used.add(key)
         return t.to(torch.float32)
 
     def unused(self, ignored=()) -> list[str]:
         """The file's tensors that no table entry read (and that are not `ignored`)."""
         return sorted(set(self.tensors) - self.used - set(ignored))
-
-
-def _fix(fix: str) -> str:
-    return f" Fix: {fix}" if fix else ""
 
 
 # ---- where a tensor comes from --------------------------------------------------------------------------------------
@@ -304,8 +313,9 @@ def load_weights(module: nn.Module, ck, table: dict, *, strict: bool = False, ig
     if strict:
         extra = ck.unused(ignored)
         if extra:
-            raise WeightsError(f"{ck.source} holds tensors this model does not have: {extra[:5]}.{_fix(ck.fix)}",
-                               key="weights_keys", source=ck.source, unexpected=extra[:5], fix=ck.fix)
+            raise WeightsError(f"{ck.source} does not have the expected keys: missing [], unexpected {extra[:5]}. "
+                               f"Fix: {ck.fix}", key="weights_keys", source=ck.source, missing=[],
+                               unexpected=extra[:5], fix=ck.fix)
     with torch.no_grad():
         for tensor, value in values:
             tensor.data = value.to(dtype=tensor.dtype, device=tensor.device).contiguous()

@@ -40,11 +40,8 @@ KNOWN_UI_TORCH = {
     "ui/shell.py": "ui/shell.py imports torch (line 28) on main; being removed on another branch",
     "ui/runs.py": "ui/runs.py imports torch inside a function (line 56) on main; being removed on another branch",
 }
-# import cycles on main; both are being removed on other branches
+# import cycles on main; being removed on another branch
 KNOWN_CYCLES = {
-    ("model.hf.registration", "model.registry"): "model/registry.py imports model.hf.registration and "
-                                                 "model/hf/registration.py imports model.registry (both inside "
-                                                 "functions) on main; being removed on another branch",
     ("ui.cache", "ui.runs"): "ui/runs.py imports ui.cache and ui/cache.py re-exports ui.runs (`from .runs import *` "
                              "at its end) on main; being removed on another branch",
 }

@@ -111,9 +111,9 @@ def _ids(minilm, text=A):
 def test_ablating_nothing_is_bit_identical(minilm):
     ids, tt = _ids(minilm)
     with torch.inference_mode():
-        ref = minilm.module(ids, tt)
-        empty = minilm.module(ids, tt, ablations={("encoder", 2): HeadAblation((), "zero")})
-        none = minilm.module(ids, tt, ablations={})
+        ref = minilm.module.encode(ids, tt)
+        empty = minilm.module.encode(ids, tt, ablations={("encoder", 2): HeadAblation((), "zero")})
+        none = minilm.module.encode(ids, tt, ablations={})
     assert torch.equal(ref.hidden, empty.hidden) and torch.equal(ref.hidden, none.hidden)
     assert all(torch.equal(a, b) for a, b in zip(ref.self_attention, empty.self_attention))
     eff = H.encoder_effect(minilm, A, [])
@@ -142,7 +142,7 @@ def _rest_of_layer(layer, x, attn_out):
 def _run(minilm, ablations, record):
     ids, tt = _ids(minilm)
     with torch.inference_mode():
-        return minilm.module(ids, tt, record=record, ablations=ablations)
+        return minilm.module.encode(ids, tt, record=record, ablations=ablations)
 
 
 @pytest.mark.parametrize("layer", [0, 3])
@@ -273,12 +273,12 @@ def test_value_vectors_sum_to_the_sublayer_output(minilm):
     sublayer's output."""
     ids, tt = _ids(minilm)
     with torch.inference_mode():
-        out = minilm.module(ids, tt, record={1})
+        out = minilm.module.encode(ids, tt, record={1})
         rec = out.records[1]
         mha = minilm.module.encoder.layers[1].self_attn
         fx = H.head_value_vectors(mha, rec["self"].record["v"])  # (1, H, N, d)
         total = torch.einsum("bhij,bhjd->bid", rec["self"].weights, fx) + mha.out_proj.bias
-    torch.testing.assert_close(total, rec["layer"]["norm1_in"], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(total, rec["layer"]["attn_out"], atol=1e-5, rtol=1e-5)
 
 
 def test_specials_take_more_weight_than_norm(minilm):

@@ -120,7 +120,7 @@ def test_gpt2_logit_lens_last_layer_is_the_next_token_distribution(folders):
     nxt = model.next_token_distribution(TEXT, top_k=5)
     assert lens.answer == nxt[0].token and list(lens.top_tokens[-1]) == [c.token for c in nxt]
     np.testing.assert_allclose(lens.top_probs[-1], [c.prob for c in nxt], atol=1e-5)
-    assert len(lens.layers) == model.config.n_encoder_layers and lens.answer_rank[-1] == 0
+    assert len(lens.layers) == model.n_layers(model.main_block) and lens.answer_rank[-1] == 0
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

@@ -68,8 +68,11 @@ def test_a_bad_folder_registers_and_fails_clearly_on_load(registry, tmp_path):
         registry.load_model(spec2.name, "cpu")
 
 
-def test_env_var_registers_at_import_without_transformers(folders):
-    code = ("import sys, model; m = model.load_model('tiny-gpt2', 'cpu'); t = m.trace('The cat sat', "
+def test_env_var_folders_register_without_transformers(folders):
+    """The folders HEADLIGHT_MODELS names are registered when an entry point asks (not at import), and load and
+    trace without transformers."""
+    code = ("import sys, model; assert 'tiny-gpt2' not in model.list_models(); model.register_local_models(); "
+            "m = model.load_model('tiny-gpt2', 'cpu'); t = m.trace('The cat sat', "
             "intermediates=True); print(model.list_models()); print(t.decoder_self_attention.shape); "
             "bad = sorted(k for k in sys.modules if k.split('.')[0] == 'transformers'); assert not bad, bad")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HEADLIGHT_MODELS": f"{folders['gpt2']},{folders['root']}/nope"}

@@ -64,7 +64,7 @@ def test_roberta_positions_skip_padding(tmp_path):
     ours = load_local(CPU, path)
     ids = torch.tensor([[0, 5, 6, 1, 7, 2]])
     with torch.no_grad():
-        out = ours.module(ids, hidden=True)
+        out = ours.module.encode(ids, hidden=True)
     ref = hf_run(hf, input_ids=ids)
     close(out.hidden.numpy(), ref.last_hidden_state, ATOL_HID)
 
@@ -87,11 +87,11 @@ def test_gpt2_parity_and_greedy(tmp_path):
     n_layers = len(ref.attentions)
     close(tr.decoder_self_attention, torch.stack([a[0] for a in ref.attentions]), ATOL_ATT)
     assert np.allclose(np.triu(tr.decoder_self_attention, 1), 0)  # causal: nothing above the diagonal
-    # HF's last hidden state is after ln_f; ours keeps the block outputs and gives ln_f's as `final`
+    # HF's last hidden state is after ln_f; ours keeps the block outputs and gives the final norm's as `final`
     close(tr.decoder_hidden_states[:n_layers], torch.stack([h[0] for h in ref.hidden_states[:n_layers]]), ATOL_HID)
     with torch.no_grad():
         out = ours.module(ids)
-    close(out.final.numpy(), ref.hidden_states[-1], ATOL_HID)
+    close(out.decoder.final.numpy(), ref.hidden_states[-1], ATOL_HID)
     close(out.logits.numpy(), ref.logits, ATOL_HID)
     # greedy continuation equals transformers' generate
     steps = ours.greedy_continue(TEXT, n_new=6)
@@ -113,16 +113,16 @@ def test_gpt2_records_every_sublayer_and_ablates_heads(tmp_path):
     ids = torch.tensor([ours.tokenizer.encode("The cat sat on the mat.").ids])
     with torch.no_grad():
         out = ours.module(ids, record=True)
-        rec = out.stack.records[1]["layer"]
-        block = ours.module.blocks.layers[1]
-        assert torch.allclose(rec["ln_1"], block.ln_1(rec["x"]))
-        assert torch.allclose(rec["ln_2_sum"], rec["x"] + rec["attn_out"])
-        assert torch.allclose(rec["out"], rec["ln_2_sum"] + rec["ffn_out"])
-        assert torch.allclose(rec["out"], out.stack.hidden_states[2])
-        assert set(out.stack.records[1]["self"].record) >= {"q", "k", "v", "stages", "heads", "z"}
+        rec = out.decoder.records[1]["layer"]
+        block = ours.module.decoder.layers[1]
+        assert torch.allclose(rec["norm1"], block.norm1(rec["x"])) and torch.equal(rec["attn_in"], rec["norm1"])
+        assert torch.allclose(rec["norm2_in"], rec["x"] + rec["attn_out"])
+        assert torch.allclose(rec["out"], rec["norm2_in"] + rec["ffn_out"])
+        assert torch.allclose(rec["out"], out.decoder.hidden_states[2])
+        assert set(out.decoder.records[1]["self"].record) >= {"q", "k", "v", "stages", "heads", "z"}
         ablated = ours.module(ids, hidden=True, ablations={("decoder_self", 1): HeadAblation((0, 2), "keep")})
         assert not torch.allclose(ablated.logits, out.logits)
-        assert torch.equal(ablated.stack.hidden_states[1], out.stack.hidden_states[1])  # layer 0 untouched
+        assert torch.equal(ablated.decoder.hidden_states[1], out.decoder.hidden_states[1])  # layer 0 untouched
     tr = ours.trace("The cat sat", ablations={("decoder_self", 0): HeadAblation((1,))})
     assert tr.decoder_self_attention.shape[:2] == (3, 3)
 
@@ -170,11 +170,11 @@ def test_bart_parity_and_greedy(tmp_path, overrides):
 
 @pytest.mark.parametrize("overrides", [{}, {"tie_word_embeddings": False}])
 def test_marian_parity_and_greedy(tmp_path, overrides):
-    from model.hf.seq2seq import marian_sinusoids
+    from model.positional import sinusoidal_table
 
     hf, path = make_marian(tmp_path / "marian", **overrides)
     hf_eager(hf)
-    close(marian_sinusoids(40, 30).numpy(), hf.model.encoder.embed_positions.weight, 1e-6)
+    close(sinusoidal_table(40, 30, layout="halves").numpy(), hf.model.encoder.embed_positions.weight, 1e-6)
     ours = load_local(CPU, path)
     assert ours.bos_id == hf.config.pad_token_id  # Marian starts decoding from <pad>
     seq2seq_check(hf, ours, TEXT)
@@ -183,10 +183,10 @@ def test_marian_parity_and_greedy(tmp_path, overrides):
 def test_marian_odd_width_table():
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
-    from model.hf.seq2seq import marian_sinusoids
+    from model.positional import sinusoidal_table
 
     ref = MarianSinusoidalPositionalEmbedding(12, 7).create_weight()
-    close(marian_sinusoids(12, 7).numpy(), ref, 1e-6)
+    close(sinusoidal_table(12, 7, layout="halves").numpy(), ref, 1e-6)
 
 
 def test_gpt2_pre_ln_sublayers_reproduce_each_layer_output(tmp_path):
@@ -201,10 +201,10 @@ def test_gpt2_pre_ln_sublayers_reproduce_each_layer_output(tmp_path):
     ref = hf_run(hf_eager(hf), input_ids=torch.tensor([tr.source_ids]))
     for layer in range(3):
         sub = sublayer_steps(ours, tr, "decoder_self", layer)
-        s = sub["ln_2_sum"].astype(np.float64)
-        ln2 = (s - sub["mean_ln_2"][:, None]) / np.sqrt(sub["var_ln_2"][:, None] + sub["eps_ln_2"])
-        np.testing.assert_allclose(ln2 * sub["gamma_ln_2"] + sub["beta_ln_2"], sub["ln_2"], atol=1e-5)
-        hid = sub["ln_2"] @ sub["W_1"] + sub["b_1"]
+        s = sub["norm2_in"].astype(np.float64)
+        ln2 = (s - sub["mean_norm2"][:, None]) / np.sqrt(sub["var_norm2"][:, None] + sub["eps_norm2"])
+        np.testing.assert_allclose(ln2 * sub["gamma_norm2"] + sub["beta_norm2"], sub["norm2"], atol=1e-5)
+        hid = sub["norm2"] @ sub["W_1"] + sub["b_1"]
         np.testing.assert_allclose(hid, sub["ffn_pre"], atol=1e-5)
         np.testing.assert_allclose(s + sub["ffn_act"] @ sub["W_2"] + sub["b_2"], sub["output"], atol=1e-5)
         np.testing.assert_allclose(sub["output"], tr.decoder_hidden_states[layer + 1], atol=1e-5)
@@ -256,7 +256,7 @@ def test_every_activation_is_transformers_own():
     """Each config.json activation name we accept computes what transformers' ACT2FN computes under that name."""
     from transformers.activations import ACT2FN
 
-    from model.hf.configs import ACTIVATIONS
+    from model.activations import ACTIVATIONS
 
     x = torch.linspace(-12, 12, 2001)
     for name, fn in ACTIVATIONS.items():

@@ -27,8 +27,7 @@ SOURCES = sorted([*ROOT.glob("model/**/*.py"), *ROOT.glob("analysis/**/*.py"), *
 ERRORS = {"HeadlightError", "InputError", "WeightsError", "BudgetError"}
 # raise sites without a catalogue key: the command line only, or a programming error no user input reaches
 UNKEYED = {("model/__main__.py", None), ("analysis/atlas.py", "unknown atlas format"),
-           ("analysis/atlas.py", "probe battery is empty"), ("model/weights.py", "internal: key map"),
-           ("model/e5.py", "internal: e5 state"),
+           ("analysis/atlas.py", "probe battery is empty"), ("model/weights.py", "internal: "),
            ("model/tokenizer.py", "text must be a string")}
 UI_KEYS = {"untranslated", "model_fallback", "lab_untrained", "lab_untrained_missing"}  # ui/ notices, through t()
 
@@ -83,7 +82,7 @@ def _triggered(minilm, tmp_path):
     from model import get_spec
     from model.device import resolve_device
     from model.seq2seq import check_task
-    from model.weights import read_safetensors, verify_file
+    from model.weights import Checkpoint, verify_file
 
     bad = tmp_path / "model.safetensors"
     bad.write_bytes(b"not safetensors at all")
@@ -108,7 +107,7 @@ def _triggered(minilm, tmp_path):
         lambda: check_task("sort"),
         lambda: verify_file(tmp_path / "nowhere.safetensors", "0" * 64, "make install"),
         lambda: verify_file(bad, "0" * 64, "make install"),
-        lambda: read_safetensors(bad, "make install"),
+        lambda: Checkpoint([bad], fix="make install"),
         lambda: ByteBudgetCache(10).get_or_create("k", lambda: np.zeros(100)),
     ]
     out = []

@@ -67,6 +67,6 @@ def test_loaded_weights_are_the_files():
     module = load_minilm_l6(torch.device("cpu")).module
     ref = load_file(str(minilm_dir() / "model.safetensors"))
     ours = module.state_dict()
-    assert torch.equal(ours["embed.token.weight"], ref["embeddings.word_embeddings.weight"])
+    assert torch.equal(ours["src_embed.token.weight"], ref["embeddings.word_embeddings.weight"])
     assert torch.equal(ours["encoder.layers.5.norm2.bias"], ref["encoder.layer.5.output.LayerNorm.bias"])
     assert all(torch.isfinite(v).all() for v in ours.values())

@@ -66,7 +66,7 @@ def test_module_forward_matches_reference_for_a_padded_batch(minilm, reference):
     mask = torch.as_tensor(batch.mask)
     with torch.inference_mode():
         out = reference(input_ids=ids, attention_mask=mask.long(), output_attentions=True)
-        ours = minilm.module(ids, attention_mask=mask)
+        ours = minilm.module.encode(ids, keep=mask)
     att = torch.stack(out.attentions).numpy()  # (L, b, H, n, n)
     assert np.abs(batch.attention - att).max() <= 1e-5
     real = batch.mask  # hidden states of padding rows are meaningless; compare real tokens

@@ -104,6 +104,6 @@ def test_loaded_models_position_tables(minilm, paper_base):
     np.testing.assert_allclose(pe, reference_table(50, 512), atol=1e-6)
     # MiniLM's positions are learned: the table is the embedding matrix rows
     learned = minilm.position_table(10)
-    np.testing.assert_array_equal(learned, minilm.module.embed.position.weight[:10].detach().numpy())
+    np.testing.assert_array_equal(learned, minilm.module.src_embed.position.weight[:10].detach().numpy())
     # longer than the model accepts: capped at max_positions
     assert minilm.position_table(10_000).shape == (512, 384)

@@ -7,7 +7,7 @@ import torch
 
 from analysis.stages import attention_steps
 from model.config import PRESETS, TransformerConfig, preset
-from model.layers import DecoderLayer, EncoderLayer
+from model.layers import Layer
 from model.transformer import Transformer
 
 
@@ -128,14 +128,14 @@ def test_post_ln_layer_structure():
     """Add & Norm: each sublayer output is LayerNorm(x + Sublayer(x)); rows are normalised."""
     cfg = PRESETS["tiny"]
     torch.manual_seed(0)
-    enc, dec = EncoderLayer(cfg).eval(), DecoderLayer(cfg).eval()
+    enc, dec = Layer(cfg).eval(), Layer(cfg, cross=True).eval()
     x, mem = torch.randn(2, 5, cfg.d_model), torch.randn(2, 7, cfg.d_model)
     with torch.no_grad():
         y, attn = enc(x)
         a = enc.self_attn(x).output
         h = enc.norm1(x + a)
         torch.testing.assert_close(y, enc.norm2(h + enc.ffn(h)))
-        z, attn2 = dec(x, mem)
+        z, attn2 = dec(x, memory=mem)
     assert attn["self"].weights.shape == (2, 2, 5, 5)
     assert attn2["cross"].weights.shape == (2, 2, 5, 7)
     # gamma = 1 and beta = 0 at init: every row has mean 0 and variance 1
@@ -152,8 +152,10 @@ def test_config_validation():
     assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown config fields"):
         TransformerConfig.from_dict({"d_model": 8, "colour": "red"})
-    with pytest.raises(ValueError, match="n_decoder_layers"):
-        Transformer(PRESETS["minilm-l6"])
+    with pytest.raises(ValueError, match="an encoder or a decoder"):
+        TransformerConfig(n_encoder_layers=0, n_decoder_layers=0)
+    with pytest.raises(ValueError, match="multiple of n_kv_heads"):
+        TransformerConfig(d_model=12, n_heads=6, n_kv_heads=4)
 
 
 def test_input_major_layout_changes_memory_order_only(tmp_path):
@@ -214,9 +216,9 @@ def test_stack_upto_stops_after_the_layer_with_the_same_record():
     model = Transformer(PRESETS["tiny"]).eval()
     src = torch.tensor([[3, 4, 5, 6, 0]])
     with torch.inference_mode():
-        full, _ = model.encode(src, record=True)
+        full = model.encode(src, record=True)
         for layer in range(len(model.encoder.layers)):
-            part, _ = model.encode(src, record={layer}, upto=layer)
+            part = model.encode(src, record={layer}, upto=layer)
             assert len(part.self_attention) == layer + 1 and set(part.records) == {layer}
             torch.testing.assert_close(part.hidden, full.hidden_states[layer + 1], atol=0, rtol=0)
             a, b = part.records[layer]["self"], full.records[layer]["self"]

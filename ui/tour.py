@@ -194,7 +194,7 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
                                             f"{view.model_name}-embedding"))
         return
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
-    st.caption(t("tour.positional.learned" if view.model_name == "minilm-l6" else "tour.positional.sinusoidal", lg))
+    st.caption(t(f"tour.positional.{'learned' if view.model.config.positional == 'learned' else 'sinusoidal'}", lg))
     fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg))
     st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
 

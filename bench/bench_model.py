@@ -1,7 +1,7 @@
 """Benchmark of the model package (run by `make bench`, never by pytest).
 
 Measures, in one process with one explicit thread count:
-1. MiniLM forward with every attention map: our `module(ids, type_ids)` and our
+1. MiniLM forward with every attention map: our `module.encode(ids, type_ids)` and our
    full `loaded.trace(text)` path, side by side with the reference
    `transformers.BertModel` (eager attention, output_attentions=True) on the same
    safetensors file, at 12, 128 and 512 tokens. Runs are interleaved (A B C A B C
@@ -144,7 +144,7 @@ def contenders(loaded, reference, text: str) -> dict:
 
     def ours():
         with torch.inference_mode():
-            return loaded.module(ids, type_ids)
+            return loaded.module.encode(ids, type_ids)
 
     def ours_trace():
         return loaded.trace(text)
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "# Model benchmark", "",
         f"`{' '.join(['bench/bench_model.py', *(argv if argv is not None else sys.argv[1:])])}` -- {env_line}.", "",
         "## MiniLM forward with every attention map", "",
-        "Ours: `module(ids, type_ids)` under inference_mode, and the full `loaded.trace(text)` "
+        "Ours: `module.encode(ids, type_ids)` under inference_mode, and the full `loaded.trace(text)` "
         "(tokenize, forward, numpy). Reference: `transformers.BertModel` eager, `output_attentions=True`, "
         "same weights. Interleaved runs, medians. Targets: module/ref <= 0.7 at 12 tokens, <= 1.0 at 512.", "",
         fwd, "", *[f"- {x}" for x in fwd_notes], "",

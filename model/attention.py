@@ -5,6 +5,9 @@ Multi-head (section 3.2.2): head_i = Attention(X W_Q^i, X W_K^i, X W_V^i),
 MultiHead = Concat(head_1..head_h) W_O.
 Grouped-query attention (Ainslie et al. 2023): g = h / h_kv query heads share each key/value head; h_kv = h is the
 paper's multi-head attention.
+Rotary positions (RoPE, Su et al. 2021), as Llama and its kin use them: each head's q and k are rotated by their
+position before Q K^T, pair (j, j + k/2) by the angle pos * theta^(-2j / k), so the score depends on the positions'
+difference only.
 
 Notation in shape comments (x-transformers style):
     b batch, h heads, g kv heads, n query length, m key length, d d_model, k d_k = d / h
@@ -97,19 +100,54 @@ class AttentionResult:
     record: dict | None = None  # on request: q, k, v (b, h, *, k), stages, heads (b, h, n, k), z (b, n, d)
 
 
+class Rotary(nn.Module):
+    """RoPE in Hugging Face's layout (the halves of each head rotate together: x * cos + rotate_half(x) * sin), its
+    cos / sin tables computed as transformers computes them (float32), kept as non-persistent buffers."""
+
+    def __init__(self, d_k: int, theta: float, max_positions: int):
+        super().__init__()
+        self.d_k, self.theta = d_k, theta
+        cos, sin = self.tables(max_positions)
+        self.register_buffer("cos", cos, persistent=False)  # (n, k)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def inv_freq(self) -> torch.Tensor:
+        """(k/2,) the angle per position of each pair of dimensions."""
+        return 1.0 / (self.theta ** (torch.arange(0, self.d_k, 2, dtype=torch.float) / self.d_k))
+
+    def tables(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        freqs = torch.arange(n, dtype=torch.float)[:, None] * self.inv_freq()  # (n, k/2)
+        emb = torch.cat((freqs, freqs), dim=-1)  # (n, k)
+        return emb.cos(), emb.sin()
+
+    @staticmethod
+    def rotate_half(x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, h, n, k) at positions 0..n-1 -> rotated (b, h, n, k)."""
+        n = x.shape[-2]
+        cos, sin = (self.cos[:n], self.sin[:n]) if n <= self.cos.shape[0] else (t.to(x) for t in self.tables(n))
+        return x * cos + self.rotate_half(x) * sin
+
+
 class MultiHeadAttention(nn.Module):
     """h query heads in parallel over h_kv key/value heads. W_Q, W_K, W_V are stored stacked in one linear layer,
     [W_Q; W_K; W_V] in PyTorch's (out, in) layout ((h + 2 h_kv) k rows), so a self-attention projects with one
     matmul."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, *, cross: bool = False):
         super().__init__()
         self.n_heads, self.n_kv_heads = config.n_heads, config.kv_heads
         self.d_model, self.d_k = config.d_model, config.d_k
         self.d_q, self.d_kv = self.n_heads * self.d_k, self.n_kv_heads * self.d_k  # rows of W_Q and of W_K / W_V
         self.dropout = config.dropout
-        self.in_proj = nn.Linear(config.d_model, self.d_q + 2 * self.d_kv, bias=config.bias)
+        self.in_proj = nn.Linear(config.d_model, self.d_q + 2 * self.d_kv, bias=config.has_qkv_bias)
         self.out_proj = nn.Linear(self.d_q, config.d_model, bias=config.bias)  # W_O
+        # a self-attention's queries and keys turn with their positions (a cross-attention's never do)
+        self.rotary = Rotary(self.d_k, config.rope_theta, config.max_positions) \
+            if config.positional == "rotary" and not cross else None
 
     def split_heads(self, t: torch.Tensor) -> torch.Tensor:
         """(b, n, heads * k) -> (b, heads, n, k)"""
@@ -138,11 +176,16 @@ class MultiHeadAttention(nn.Module):
             q = F.linear(x, w[:dq], None if bias is None else bias[:dq])  # (b, n, h*k) = X W_Q
             k, v = F.linear(memory, w[dq:], None if bias is None else bias[dq:]).split(dkv, dim=-1)  # 2 x (b, m, g*k)
         q, k, v = self.split_heads(q), self.shared(self.split_heads(k)), self.shared(self.split_heads(v))
+        q_in, k_in = q, k  # (b, h, n, k), (b, h, m, k): the projections
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)  # turned by their positions
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d): Concat(...) W_O + b_O
-        rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z} if record else None
+        rec = None
+        if record:  # q, k: what the scores used (after RoPE); q_proj, k_proj: the projections before it
+            rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z, "q_proj": q_in, "k_proj": k_in}
         return AttentionResult(output, stages.weights, rec)
 
     def projection_matrices(self) -> dict[str, torch.Tensor]:

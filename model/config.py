@@ -47,10 +47,13 @@ class TransformerConfig:
     activation: str = "relu"  # the FFN's non-linearity, by name in model.activations.ACTIVATIONS (gelu = exact erf)
     gated_ffn: bool = False  # FFN(x) = (act(x W_gate) * x W_1) W_2 (SwiGLU with silu) instead of act(x W_1) W_2
     bias: bool = True  # biases on the attention projections and the FFN
+    qkv_bias: bool | None = None  # biases on W_Q, W_K, W_V where they differ from `bias` (Qwen2: on, the rest off)
     output_bias: bool = True  # a bias on the output projection to the vocabulary (BART: final_logits_bias)
     dropout: float = 0.1  # on sublayer outputs, embeddings and attention weights (training only)
     # ---- embeddings and positions
-    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"  # how positions enter (added to the tokens)
+    positional: Literal["sinusoidal", "learned", "rotary", "none"] = "sinusoidal"  # how positions enter: added to the
+    # tokens (sinusoidal, learned), or rotating each head's queries and keys (rotary: RoPE, Su et al. 2021)
+    rope_theta: float = 10000.0  # RoPE's base: the pair of dimensions 2i turns by pos / theta^(2i / d_k)
     sinusoid_layout: Literal["interleaved", "halves"] = "interleaved"  # paper: sin / cos alternate; Marian: all the
     # sines, then all the cosines
     position_offset: int = 0  # learned table rows before position 0 (BART 2; RoBERTa pad_id + 1)
@@ -84,6 +87,10 @@ class TransformerConfig:
     @property
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
+
+    @property
+    def has_qkv_bias(self) -> bool:
+        return self.bias if self.qkv_bias is None else self.qkv_bias
 
     @property
     def kind(self) -> str:

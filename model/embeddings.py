@@ -42,7 +42,7 @@ class Embedding(nn.Module):
             self.position = LearnedPositions(config)
         elif config.positional == "sinusoidal":
             self.position = SinusoidalPositionalEncoding(config.d_model, config.max_positions, config.sinusoid_layout)
-        else:
+        else:  # rotary positions turn queries and keys in the attention (model/attention.py); none adds nothing
             self.position = None
         self.token_type = nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size else None
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embedding_layer_norm else None

@@ -74,7 +74,7 @@ class Layer(nn.Module):
         self.self_attn = MultiHeadAttention(config)  # a decoder's is masked: padding + look-ahead
         self.norm1 = make_norm(config)
         if cross:
-            self.cross_attn = MultiHeadAttention(config)  # Q from the decoder, K and V from the encoder
+            self.cross_attn = MultiHeadAttention(config, cross=True)  # Q from the decoder, K and V from the encoder
             self.norm2 = make_norm(config)
         self.ffn = FeedForward(config)
         setattr(self, f"norm{3 if cross else 2}", make_norm(config))

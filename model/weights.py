@@ -194,14 +194,29 @@ class T:
 class Cat:
     """Stored in parts concatenated along the rows: Q, K and V into one in_proj, of `rows` rows each."""
 
-    names: tuple[str, ...]
+    names: tuple  # names or sources
     rows: tuple[int, ...]
 
     def fetch(self, ck, shape):
-        return torch.cat([ck.get(n, (r, *shape[1:])) for n, r in zip(self.names, self.rows)])
+        return torch.cat([_source(n).fetch(ck, (r, *shape[1:])) for n, r in zip(self.names, self.rows)])
 
     def present(self, ck) -> bool:
-        return all(ck.has(n) for n in self.names)
+        return all(_source(n).present(ck) for n in self.names)
+
+
+@dataclass(frozen=True)
+class Fn:
+    """Stored in another order: `fn` (shape-preserving) turns the stored tensor into the module's (e.g. llama.cpp's
+    interleaved rows of W_Q and W_K back into Hugging Face's halves)."""
+
+    name: str
+    fn: Callable
+
+    def fetch(self, ck, shape):
+        return self.fn(ck.get(self.name, shape))
+
+    def present(self, ck) -> bool:
+        return ck.has(self.name)
 
 
 @dataclass(frozen=True)
@@ -261,7 +276,9 @@ def _fill(s, fields: dict):
     if isinstance(s, str):
         return s.format(**fields)
     if isinstance(s, Cat):
-        return Cat(tuple(n.format(**fields) for n in s.names), s.rows)
+        return Cat(tuple(_fill(n, fields) for n in s.names), s.rows)
+    if isinstance(s, Fn):
+        return Fn(s.name.format(**fields), s.fn)
     if isinstance(s, First):
         return First(tuple(_fill(x, fields) for x in s.sources), s.default)
     return type(s)(s.name.format(**fields))

@@ -6,6 +6,9 @@ Adding a family is one record and its tests (TransformerLens' weight_conversions
   embedding LayerNorm. RoBERTa's positions start after the pad row and skip pad tokens. DistilBERT's sinusoidal
   table (sinusoidal_pos_embds) is the paper's and is stored in the checkpoint anyway.
 - gpt2: a pre-LN decoder-only stack, Conv1D weights stored (in, out), the output tied to the token table (or not).
+- llama, mistral, qwen2: pre-RMSNorm decoder-only stacks with rotary positions, grouped-query attention and a SwiGLU
+  FFN, no biases (Qwen2: on W_Q, W_K and W_V). Options the modules do not implement (RoPE scaling, sliding windows
+  that would apply, mixture of experts, a head width of its own) are refused by name.
 - bart, marian: post-LN encoder-decoders. BART: learned positions after two unused rows, LayerNorm on the
   embeddings. Marian: sinusoidal positions with the sines first ("halves"), decoding starts from <pad>. Both:
   logits = h E^T + final_logits_bias.
@@ -32,7 +35,7 @@ class Family:
     anchor: str  # a tensor every checkpoint of the family holds (finds the prefix: "bert.", "model.", ...)
 
 
-def _qkv(c: TransformerConfig, *names: str) -> Cat:
+def qkv(c: TransformerConfig, *names: str) -> Cat:
     """W_Q, W_K, W_V (or their biases), stored apart, into one in_proj."""
     d_q, d_kv = c.n_heads * c.d_k, c.kv_heads * c.d_k
     return Cat(names, (d_q, d_kv, d_kv))
@@ -94,7 +97,7 @@ def encoder_table(c: TransformerConfig, layout: str = "bert") -> dict:
         "src_embed.position.table": "embeddings.position_embeddings.weight",  # DistilBERT's sinusoids, stored
         "src_embed.token_type.weight": "embeddings.token_type_embeddings.weight",
         "src_embed.norm.{p}": "embeddings.LayerNorm.{p}",
-        "encoder.layers.{i}.self_attn.in_proj.{p}": _qkv(c, hf("q"), hf("k"), hf("v")),
+        "encoder.layers.{i}.self_attn.in_proj.{p}": qkv(c, hf("q"), hf("k"), hf("v")),
         "encoder.layers.{i}.self_attn.out_proj.{p}": hf("o"),
         "encoder.layers.{i}.norm1.{p}": hf("norm1"),
         "encoder.layers.{i}.ffn.linear1.{p}": hf("linear1"),
@@ -140,6 +143,63 @@ def gpt2_table(c: TransformerConfig) -> dict:
         layer + "ffn.linear2.bias": "h.{i}.mlp.c_proj.bias",
         layer + "norm1.{p}": "h.{i}.ln_1.{p}",
         layer + "norm2.{p}": "h.{i}.ln_2.{p}",
+    }
+
+
+# ---- llama, mistral, qwen2 -----------------------------------------------------------------------------------------
+LLAMA_MAX_POSITIONS = 512  # the longest text shown: 30 layers x 9 heads x 512 x 512 maps are 280 MB of attention
+
+
+def llama_config(f: Fields) -> tuple[TransformerConfig, dict]:
+    """(config, {}) for llama / mistral / qwen2 (transformers' LlamaConfig, MistralConfig, Qwen2Config names)."""
+    qwen2 = f.model_type == "qwen2"
+    f.require("rope_scaling", None, None)
+    rope = f.config.get("rope_parameters") or {}
+    if rope.get("rope_type", "default") != "default":
+        f.unsupported("rope_parameters.rope_type", rope.get("rope_type"), "'default'")
+    for name in ("num_local_experts", "num_experts", "n_routed_experts"):
+        f.require(name, None, None)
+    f.require("mlp_bias", False, False)
+    f.require("attention_bias", qwen2, qwen2)
+    d, h = f.int("hidden_size"), f.int("num_attention_heads")
+    f.heads(d, h, "num_attention_heads")
+    kv = f.int("num_key_value_heads", h)
+    if h % kv:
+        f.bad("num_key_value_heads", f"({kv}) must divide num_attention_heads {h}")
+    f.require("head_dim", d // h, d // h)
+    positions = f.int("max_position_embeddings", 2048)
+    window = f.config.get("sliding_window")
+    if window is not None and (not qwen2 or f.flag("use_sliding_window", False)):
+        positions = min(positions, f.int("sliding_window"))  # within the window attention is full: never past it
+    f.require("hidden_act", "silu", "silu")
+    eos = f.optional_id("eos_token_id")
+    pad = f.optional_id("pad_token_id")
+    theta = rope.get("rope_theta", f.config.get("rope_theta", 10000.0))
+    if isinstance(theta, bool) or not isinstance(theta, int | float) or theta <= 0:
+        f.bad("rope_theta", f"must be a positive number, found {theta!r}")
+    return TransformerConfig(
+        d_model=d, n_heads=h, n_kv_heads=kv, n_encoder_layers=0, n_decoder_layers=f.int("num_hidden_layers"),
+        d_ff=f.int("intermediate_size"), dropout=0.0, vocab_size=f.int("vocab_size"),
+        max_positions=min(positions, LLAMA_MAX_POSITIONS), norm="rmsnorm", norm_placement="pre",
+        layer_norm_eps=f.float("rms_norm_eps", 1e-6), activation="silu", gated_ffn=True, bias=False,
+        qkv_bias=qwen2, output_bias=False, positional="rotary", rope_theta=float(theta), scale_embeddings=False,
+        tie_embeddings=f.flag("tie_word_embeddings", False), mask_pad="none",
+        pad_id=pad if pad is not None else (eos if eos is not None else 0)), {}
+
+
+def llama_table(c: TransformerConfig) -> dict:
+    layer, src = "decoder.layers.{i}.", "layers.{i}."  # the checkpoint's prefix ("model.") is found from the anchor
+    return {
+        "tgt_embed.token.weight": "embed_tokens.weight",
+        "decoder.final_norm.weight": "norm.weight",
+        "generator.weight": "lm_head.weight",  # an untied output; tied, it is the token table
+        layer + "self_attn.in_proj.{p}": qkv(c, *(f"{src}self_attn.{x}_proj.{{p}}" for x in "qkv")),
+        layer + "self_attn.out_proj.weight": src + "self_attn.o_proj.weight",
+        layer + "ffn.gate.weight": src + "mlp.gate_proj.weight",
+        layer + "ffn.linear1.weight": src + "mlp.up_proj.weight",
+        layer + "ffn.linear2.weight": src + "mlp.down_proj.weight",
+        layer + "norm1.weight": src + "input_layernorm.weight",
+        layer + "norm2.weight": src + "post_attention_layernorm.weight",
     }
 
 
@@ -209,7 +269,7 @@ def seq2seq_table(c: TransformerConfig) -> dict:
         src = f"{stack}.layers.{{i}}."
         for ours, theirs in SEQ2SEQ_LAYER[stack].items():
             if ours.endswith("attn"):
-                t[f"{src}{ours}.in_proj.{{p}}"] = _qkv(c, *(f"{src}{theirs}.{x}_proj.{{p}}" for x in "qkv"))
+                t[f"{src}{ours}.in_proj.{{p}}"] = qkv(c, *(f"{src}{theirs}.{x}_proj.{{p}}" for x in "qkv"))
                 t[f"{src}{ours}.out_proj.{{p}}"] = f"{src}{theirs}.out_proj.{{p}}"
             else:
                 t[f"{src}{ours}.{{p}}"] = f"{src}{theirs}.{{p}}"
@@ -225,6 +285,9 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
     Family("distilbert", "encoder", distilbert_config, lambda c: encoder_table(c, "distilbert"),
            "embeddings.word_embeddings.weight"),
     Family("gpt2", "decoder", gpt2_config, gpt2_table, "wte.weight"),
+    Family("llama", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
+    Family("mistral", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
+    Family("qwen2", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
     Family("bart", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
     Family("marian", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
 )}

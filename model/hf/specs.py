@@ -1,5 +1,5 @@
-"""Local folders as registry entries: `folder_spec(path, taken)` inspects a folder (no weights are read) and returns
-its ModelSpec. Whoever starts the app names the folders (HEADLIGHT_MODELS=/path/a,/path/b, `make run MODELS=...`,
+"""Local models as registry entries: `folder_spec(path, taken)` inspects a Hugging Face-format folder or a GGUF file
+(no weights are read) and returns its ModelSpec. Whoever starts the app names the folders (HEADLIGHT_MODELS=/path/a,/path/b, `make run MODELS=...`,
 `--model-dir` on the CLI); the entry points register the specs (model.registry.register_local_models).
 
 A folder that cannot be read still gets a spec (its description says why), so the app starts and loading it raises
@@ -29,6 +29,10 @@ def _free_name(base: str, taken: Collection[str]) -> str:
 
 def _loader(path: str, name: str):
     def load(device):
+        if path.lower().endswith(".gguf"):
+            from ..gguf import load_gguf
+
+            return load_gguf(device, path, name)
         from .load import load_local
 
         return load_local(device, path, name=name)
@@ -36,18 +40,37 @@ def _loader(path: str, name: str):
     return load
 
 
+def _inspect_gguf(path: str) -> tuple[str, str]:
+    """(kind, architecture) of a GGUF file, from its header (no tensor is read)."""
+    from ..gguf import GGUFFile, gguf_config
+    from .folder import check_size
+
+    check_size(Path(path), [path])
+    f = GGUFFile(path)
+    try:
+        gguf_config(f)
+        return "decoder", f"{f.metadata['general.architecture']} GGUF"
+    finally:
+        f.close()
+
+
 def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSpec:
     """The spec of one folder, named after it (not in `taken`)."""
     raw = os.path.abspath(os.path.expanduser(str(path)))
+    gguf = raw.lower().endswith(".gguf")
     try:
-        folder = inspect(raw)
-        kind, mt, problem = folder.kind, folder.model_type, None
+        if gguf:
+            kind, mt = _inspect_gguf(raw)
+        else:
+            folder = inspect(raw)
+            kind, mt = folder.kind, folder.model_type
+        problem = None
     except (HeadlightError, OSError) as e:  # never crash the app's start: loading says it again
         kind, mt, problem = "encoder", None, str(e)
-    name = _free_name(Path(raw).name, taken)
+    name = _free_name(Path(raw).stem if gguf else Path(raw).name, taken)
     if problem is None:
         label = f"{name} (local {mt})"
-        desc = f"A local {mt} folder ({kind}), {raw}, run by the project's own modules."
+        desc = f"A local {mt} {'file' if gguf else 'folder'} ({kind}), {raw}, run by the project's own modules."
     else:
         label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
     return ModelSpec(name, label, desc, kind, True, _loader(raw, name), path=raw)

@@ -1,0 +1,119 @@
+"""Tiny random llama / qwen2 checkpoints, made at test time with `transformers` (tests only), written as a Hugging Face
+folder and as GGUF files with ggml-org's own writer (`gguf.GGUFWriter`) the way llama.cpp's converter writes them:
+W_Q and W_K rows interleaved for `llama`, Q8_0 where a row is whole blocks of 32 and F32 elsewhere, the tokenizer
+(a byte-level BPE trained here) in the metadata. Nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from hf_support import byte_bpe, save
+
+from gguf import GGMLQuantizationType, GGUFWriter
+from gguf.constants import GGML_QUANT_SIZES
+from gguf.quants import quantize
+
+ARCH_CLASSES = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+                "mistral": ("MistralConfig", "MistralForCausalLM")}
+
+
+def make_llama(out: Path, arch: str = "llama", seed: int = 0, std: float = 0.15, **overrides):
+    """A random llama / qwen2 / mistral causal LM in `out` (a Hugging Face folder); returns (model, out, tokenizer)."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    tok = byte_bpe(420)  # the 257 bytes and specials, then merges
+    cfg_name, cls_name = ARCH_CLASSES[arch]
+    kw = dict(vocab_size=tok.get_vocab_size(), hidden_size=60, num_attention_heads=6, num_key_value_heads=2,
+              num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64, rms_norm_eps=1e-5,
+              rope_theta=5000.0, tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
+    cfg = getattr(tf, cfg_name)(**{**kw, **overrides})
+    model = getattr(tf, cls_name)(cfg).eval()
+    with torch.no_grad():  # larger weights than the init, so attention is far from uniform
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * std)
+    save(model, tok, out)
+    return model, out, tok
+
+
+def _permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's convert_hf_to_gguf `permute` (the halves of each head's rows interleaved for ggml's RoPE)."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_gguf(model, tok, path: Path, arch: str = "llama", qtype: str = "Q8_0") -> Path:
+    """The model as llama.cpp's converter would write it (arch "llama" or "qwen2")."""
+    cfg = model.config
+    h, kv = cfg.num_attention_heads, cfg.num_key_value_heads
+    w = GGUFWriter(str(path), arch)
+    w.add_name("tiny-test")
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(h)
+    w.add_head_count_kv(kv)
+    w.add_rope_freq_base(float(cfg.rope_parameters["rope_theta"]))
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_dimension_count(cfg.hidden_size // h)
+    w.add_vocab_size(cfg.vocab_size)
+    vocab = tok.get_vocab(with_added_tokens=True)
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv_: kv_[1])]
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2" if arch == "qwen2" else "default")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if t == "<|endoftext|>" else 1 for t in tokens])
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(0)
+    w.add_add_bos_token(False)
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    want = GGMLQuantizationType[qtype]
+
+    def put(name: str, arr: np.ndarray) -> None:
+        block = GGML_QUANT_SIZES[want][0]
+        if want != GGMLQuantizationType.F32 and arr.ndim == 2 and arr.shape[-1] % block == 0:
+            w.add_tensor(name, quantize(arr, want), raw_dtype=want)  # shape: from the blocks
+        else:  # norms, biases and rows that are not whole blocks stay F32, as llama.cpp keeps them
+            w.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    if not cfg.tie_word_embeddings:
+        put("output.weight", sd["lm_head.weight"])
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
+        if arch == "llama":
+            q, k = _permute(q, h), _permute(k, kv)
+        put(f"blk.{i}.attn_q.weight", q)
+        put(f"blk.{i}.attn_k.weight", k)
+        put(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])
+        if arch == "qwen2":
+            for x in "qkv":
+                put(f"blk.{i}.attn_{x}.bias", sd[p + f"self_attn.{x}_proj.bias"])
+        put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+        put(f"blk.{i}.ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
+        put(f"blk.{i}.ffn_up.weight", sd[p + "mlp.up_proj.weight"])
+        put(f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+        put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
+        put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def reference_from_gguf(path: Path):
+    """transformers' own reading of the same GGUF file (dequantised, W_Q / W_K put back), eager attention."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32,
+                                                 attn_implementation="eager").eval()
+    return model, AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

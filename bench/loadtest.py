@@ -56,7 +56,7 @@ MAX_STUDENTS = 400
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ALERT_ERROR = 1  # Alert.Format.ERROR
 TEXT_KEY = "text"  # the Sentence box's widget key (ui/state.py K_TEXT)
-STARTING_POLL_S = 0.25  # how often the starting page asks again (ui/door.py STARTING_POLL_S; --starting-poll)
+STARTING_POLL_S = 0.25  # how often the starting page asks again (serve/door.py STARTING_POLL_S; --starting-poll)
 
 _WORDS = ("the animal didn't cross the street because it was tired a dog ate the food hungry teacher student "
           "model attention head layer token river bank money sat on green small quick brown fox jumps over lazy "

@@ -56,7 +56,7 @@ def get_model(name: str, device: str):
 
 
 def preload_model(name: str, device: str) -> None:
-    """Load a model into the shared cache outside any script run (ui/preload.py): no spinner."""
+    """Load a model into the shared cache outside any script run (serve/preload.py): no spinner."""
     _load_model(name, device)
     _LOADED.add((name, device))
 

@@ -23,7 +23,7 @@ import time
 from .process import configure_process
 
 # what app_pages/*.py import (ui.shell first, as app.py does), then the models the pages need first
-MODULES = ("ui.shell", "ui.cache", "ui.runs", "ui.explorer", "ui.pe_lab", "ui.mask_lab", "ui.steps_page",
+MODULES = ("ui.shell", "ui.store", "ui.runs", "ui.explorer", "ui.pe_lab", "ui.mask_lab", "ui.steps_page",
            "ui.seq2seq", "ui.heads", "ui.crosslingual", "ui.tour", "ui.labs", "viz.steps", "plotly.graph_objects")
 MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
 WAIT_S = 300.0  # a script run waits at most this long for the preload
@@ -69,7 +69,7 @@ def run() -> float:
     try:
         for name in MODULES:
             importlib.import_module(name)
-        from ui import cache
+        from ui import store
 
         configure_process()
         # outside a script run, Streamlit warns that there is no ScriptRunContext: noise here, the cache needs none
@@ -79,7 +79,7 @@ def run() -> float:
         try:
             for name in MODELS:
                 try:
-                    cache.preload_model(name, "cpu")
+                    store.preload_model(name, "cpu")
                 except Exception:  # noqa: BLE001 - logged; the page that needs it shows its own message
                     log.warning("preload: %s did not load", name, exc_info=True)
         finally:

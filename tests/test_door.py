@@ -78,7 +78,7 @@ def test_starting_page_both_languages_reloads_itself():
 
 def test_preload_fills_the_model_cache(monkeypatch):
     from serve import preload
-    from ui import cache
+    from ui import store
 
     monkeypatch.setenv("HEADLIGHT_PRELOAD", "0")
     assert not preload.enabled()
@@ -86,8 +86,8 @@ def test_preload_fills_the_model_cache(monkeypatch):
     assert preload.enabled()
     took = preload.run()
     assert took > 0
-    assert {(m, "cpu") for m in preload.MODELS} <= cache._LOADED
-    assert cache.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
+    assert {(m, "cpu") for m in preload.MODELS} <= store._LOADED
+    assert store.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
 
 
 def test_ready_path_follows_the_preload(monkeypatch):

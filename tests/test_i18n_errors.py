@@ -171,13 +171,13 @@ def test_head_lab_input_errors_in_korean():
 def fresh_model_cache():
     """The app's model cache is per process: empty it so the app loads from the patched directory, and again after,
     so the next test loads the real weights."""
-    from ui import cache
+    from ui import store
 
-    cache._load_model.clear()
-    cache._LOADED.clear()
+    store._load_model.clear()
+    store._LOADED.clear()
     yield
-    cache._load_model.clear()
-    cache._LOADED.clear()
+    store._load_model.clear()
+    store._LOADED.clear()
 
 
 def test_corrupt_weights_message_in_korean(tmp_path, monkeypatch, fresh_model_cache):

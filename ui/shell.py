@@ -30,7 +30,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import cache, readable, share
+from . import readable, runs, share, store
 from . import state as s
 from .state import View
 from .widgets import session_lang
@@ -72,7 +72,7 @@ def run() -> None:
         # process's working set (48 students opening 512-token texts at once took it to 4-17 GB); Python's GIL and
         # the one torch thread per run mean more concurrent runs would not be faster
         prefetch_trace(page.url_path)
-        with cache.compute_slot():
+        with store.compute_slot():
             view = sidebar(page.url_path)
             token = _VIEW.set(view)
             try:
@@ -120,14 +120,14 @@ def settle_state() -> None:
 
 def prefetch_trace(page: str) -> None:
     """The sidebar's trace of a short sentence, computed before this run waits for a compute slot: the sessions of
-    a lecture hall that wait at once have their sentences run through the model together (cache.prefetch_trace, one
+    a lecture hall that wait at once have their sentences run through the model together (runs.prefetch_trace, one
     padded forward). Whatever goes wrong here is met again, and shown, by the sidebar."""
     if page in OWN_MODEL_PAGES:
         return
     settle_state()
     ss = st.session_state
     try:
-        cache.prefetch_trace(ss[s.K_MODEL], str(resolve_device(ss[s.K_DEVICE])), ss[s.K_TEXT])
+        runs.prefetch_trace(ss[s.K_MODEL], str(resolve_device(ss[s.K_DEVICE])), ss[s.K_TEXT])
     except HeadlightError:
         pass
 
@@ -165,7 +165,7 @@ def sidebar(page: str = "") -> View:
     except HeadlightError as exc:
         notices.append(error_message(exc, lang))
         device = "cpu"
-    model_name, model = cache.model_or_default(ss[s.K_MODEL], device, notices)
+    model_name, model = store.model_or_default(ss[s.K_MODEL], device, notices)
     if model_name != ss[s.K_MODEL]:
         ss[s.K_MODEL] = model_name
     view = View(text=text, model_name=model_name, device=device, lecture=lecture, model=model, notices=notices,
@@ -176,7 +176,7 @@ def sidebar(page: str = "") -> View:
 
     if text.strip() and page not in OWN_MODEL_PAGES:  # a page with its own model does not read the sidebar's trace
         try:
-            view.trace = cache.get_trace(model_name, device, text)
+            view.trace = runs.get_trace(model_name, device, text)
         except HeadlightError as exc:
             notices.append(error_message(exc, lang))
     if view.trace is not None and view.trace.truncated:

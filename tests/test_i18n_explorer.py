@@ -22,7 +22,7 @@ from model.examples import EXAMPLE_SENTENCES
 from ui import explorer as ex
 from ui import heads as uh
 from ui import quiz
-from ui.state import md_escape
+from ui.view import md_escape
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -12,7 +12,8 @@ from viz import crosslingual as vx
 
 from . import runs
 from .readable import MULTILINGUAL
-from .state import View, available_models, md_escape
+from .state import available_models
+from .view import View, md_escape
 from .widgets import Export, chart, rename_columns
 
 URL = dict(bind="query-params")

@@ -23,7 +23,8 @@ from viz.heatmap import heatmap
 from viz.theme import esc
 
 from . import quiz, runs
-from .state import K_HEAD, K_LAYER, View, md_escape, safe_callback
+from .state import safe_callback
+from .view import K_HEAD, K_LAYER, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
 TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]

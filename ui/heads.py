@@ -18,7 +18,8 @@ from viz import heads as vh
 
 from . import runs
 from .readable import MULTILINGUAL
-from .state import K_MODEL, View, available_models, md_escape, safe_callback
+from .state import available_models, safe_callback
+from .view import K_MODEL, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]

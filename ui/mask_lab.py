@@ -10,7 +10,7 @@ from viz import masks as vm
 
 from . import runs, store
 from .labs import draw_stages, set_state
-from .state import View
+from .view import View
 from .widgets import Export, chart, layer_head
 
 MASK_EXAMPLES = ["padding", "causal", "combined"]  # catalogue "masks.example.<name>"

@@ -12,7 +12,7 @@ from viz.heatmap import pooling_note
 
 from . import runs, store
 from .labs import lazy_tabs
-from .state import View
+from .view import View
 from .widgets import Export, chart
 
 PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]  # catalogue keys of the lab's lazy tabs

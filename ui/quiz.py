@@ -24,7 +24,7 @@ from i18n import t
 from viz import tour as vt
 
 from . import runs
-from .state import View, md_escape
+from .view import View, md_escape
 
 SCORE = "quiz_score"  # {"asked": int, "right": int}
 MAX_PILLS = 40  # more options than this: a selectbox instead of pills

@@ -11,7 +11,7 @@ from viz.steps import SECTION_OF, stage_figure
 
 from . import runs
 from .labs import lazy_tabs
-from .state import View
+from .view import View
 from .widgets import Export, chart, layer_head
 
 

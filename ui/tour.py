@@ -31,8 +31,8 @@ from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
 from . import quiz, runs, store
-from .state import View, md_escape, show_value
 from .steps_page import draw_figures, output_check
+from .view import View, md_escape, show_value
 from .widgets import Export, chart, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",

@@ -7,6 +7,6 @@ the starting page, installed into the uvicorn server Streamlit builds; `preload.
 pages' modules and loads the models while its server starts; `process.py` once-per-process settings (torch threads,
 glibc's allocator); `haproxy.py` what deploy/serve.sh asks of HAProxy.
 
-serve/ may import ui/ (the shell and the model cache, to preload them) and i18n/; nothing of ui/, analysis/, model/ or viz/ imports
+serve/ may import ui/ (the page table, the model store) and i18n/; nothing of ui/, analysis/, model/ or viz/ imports
 serve/ (tests/test_no_transformers.py). app.py, the entry, imports both.
 """

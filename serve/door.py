@@ -26,6 +26,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from i18n import LANGS, t
+from ui.pages import BY_NAME
 
 from . import preload
 
@@ -36,7 +37,6 @@ STARTING_POLL_S = 0.25  # with JavaScript it asks this often whether the app ans
 READY_PATH = "/_headlight/ready"  # 200 once the preload is over (make serve's readiness check)
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
-PAGES = {"positional", "masks", "steps", "seq2seq", "heads", "tour", "explorer"}  # app_pages/<name>.py
 # Streamlit's own first path segments (its API, websocket, assets, media files, components)
 STREAMLIT_PREFIXES = {"_stcore", "static", "media", "component", "app", "~", "healthz", "_headlight"}
 
@@ -162,7 +162,7 @@ def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) < 2 or parts[0] in STREAMLIT_PREFIXES or b"text/html" not in accept:
         return None
-    page = parts[0] if parts[0] in PAGES and parts[0] != "explorer" else ""
+    page = parts[0] if parts[0] in BY_NAME and not BY_NAME[parts[0]].default else ""  # the default page is "/"
     q = query.decode("latin-1")
     return "/" + page + ("?" + q if q else "")
 

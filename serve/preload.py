@@ -20,11 +20,12 @@ import os
 import threading
 import time
 
+from ui.pages import page_modules
+
 from .process import configure_process
 
-# what app_pages/*.py import (ui.shell first, as app.py does), then the models the pages need first
-MODULES = ("ui.shell", "ui.store", "ui.runs", "ui.explorer", "ui.pe_lab", "ui.mask_lab", "ui.steps_page",
-           "ui.seq2seq", "ui.heads", "ui.crosslingual", "ui.tour", "ui.labs", "viz.steps", "plotly.graph_objects")
+# what the pages import (ui.shell first, as app.py does; the page table, ui/pages.py), then the models they need first
+MODULES = tuple(dict.fromkeys(("ui.shell", *page_modules(), "plotly.graph_objects")))
 MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
 WAIT_S = 300.0  # a script run waits at most this long for the preload
 

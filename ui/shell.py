@@ -1,12 +1,9 @@
-"""The app shell: page config, navigation, the shared sidebar (drawn once per run, before the page, as Streamlit
-recommends for widgets shared across pages), the error boundary, and the View handed to the page.
+"""The app shell: page config, navigation (the pages of ui/pages.py), the shared sidebar (drawn once per run, before
+the page, as Streamlit recommends for widgets shared across pages), the error boundary, and the View handed to the
+page.
 
     app.py:            ui.shell.run()
     app_pages/x.py:    view = ui.shell.current_view()
-
-Pages live in app_pages/, not pages/: a folder named pages/ beside the entrypoint is Streamlit's legacy
-multipage mechanism, which is active in a fresh server process until some session has run st.navigation; a
-direct link opened in that window ran the page without this shell (see README, "Why app_pages/").
 
 The sidebar in three parts: `read_controls` draws the controls a user sets (language, examples, sentence, model,
 device, lecture) and the model and trace are loaded; `ui.view.resolve` (pure) makes the View: block, layer, head and
@@ -36,6 +33,7 @@ from model.examples import DEFAULT_TEXT
 
 from . import readable, runs, share, store
 from . import state as s
+from .pages import BY_NAME, PAGES
 from .view import (
     K_BLOCK,
     K_DEVICE,
@@ -54,23 +52,12 @@ from .view import (
 )
 from .widgets import session_lang
 
-PAGES = [  # (file, title, icon, default)
-    ("app_pages/explorer.py", "Attention explorer", ":material/grid_on:", True),
-    ("app_pages/positional.py", "Positional-encoding lab", ":material/waves:", False),
-    ("app_pages/masks.py", "Mask lab", ":material/visibility_off:", False),
-    ("app_pages/steps.py", "Step by step", ":material/functions:", False),
-    ("app_pages/seq2seq.py", "Encoder-decoder decoding", ":material/translate:", False),
-    ("app_pages/heads.py", "Head lab", ":material/science:", False),
-    ("app_pages/tour.py", "Guided tour", ":material/school:", False),
-]
 # the favicon is the app's own PNG as a data: URL (no request at all): a :material/: page icon makes the browser fetch
 # it from a CDN (the menu's material icons use the font bundled with Streamlit), and an emoji needs an emoji font the
 # machine may lack. Made once: Streamlit passes a data: URL through, while a file path was read, decoded and
 # registered with its media file manager on every script run (~5 % of a warm explorer run's server CPU, py-spy).
 PAGE_ICON = "data:image/png;base64," + base64.b64encode(
     (Path(__file__).resolve().parents[1] / "assets" / "icon.png").read_bytes()).decode("ascii")
-TITLED = {"explorer", "positional", "masks", "steps", "seq2seq", "tour"}  # page titles in the catalogue (page.<stem>)
-TITLE_KEYS = {"heads": "heads.page"}  # page titles in a catalogue part
 _VIEW: contextvars.ContextVar[View] = contextvars.ContextVar("headlight_view")
 RUN_MS_KEY = "_hl_run_ms"  # server-side ms of this session's last page run (read by bench/bench_app.py)
 
@@ -83,8 +70,8 @@ def current_view() -> View:
 def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
     lang = session_lang()
-    page = st.navigation([st.Page(path, title=page_title(path, title, lang), icon=icon, default=default)
-                          for path, title, icon, default in PAGES])
+    page = st.navigation([st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default)
+                          for p in PAGES])
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -106,20 +93,9 @@ def run() -> None:
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
 
 
-def page_title(path: str, title: str, lang: str) -> str:
-    """A page's title in the interface language (the English title when the catalogue has none)."""
-    stem = Path(path).stem
-    if stem in TITLED:
-        return t(f"page.{stem}", lang)
-    return t(TITLE_KEYS[stem], lang) if stem in TITLE_KEYS else title
-
-
-OWN_MODEL_PAGES = {"seq2seq"}  # pages that run their own model (seq2seq-tiny), whatever the sidebar's model
-
-
 def own_model(page: str) -> bool:
     """Whether the page at this url path runs its own model (no sidebar trace)."""
-    return page in OWN_MODEL_PAGES
+    return page in BY_NAME and BY_NAME[page].own_model
 
 
 def model_label(name: str, lang: str) -> str:

@@ -24,7 +24,7 @@ install: $(STAMP)
 
 dev: $(DEV_STAMP)
 
-# large freed buffers go back to the system (see ui/shell.py return_freed_memory)
+# large freed buffers go back to the system (see serve/process.py return_freed_memory)
 MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 
 # MODELS: local Hugging Face-format folders to offer too (bert, roberta, xlm-roberta, distilbert, gpt2, bart, marian),
@@ -33,7 +33,7 @@ MODELS_ENV := $(if $(MODELS),HEADLIGHT_MODELS="$(MODELS)")
 
 # RUN_ARGS: extra streamlit options, e.g. RUN_ARGS="--server.fileWatcherType auto --server.runOnSave true" while editing
 run: $(STAMP)
-	$(MALLOC_ENV) $(MODELS_ENV) $(PY) -m ui.door run app.py --server.port $(PORT) $(RUN_ARGS)
+	$(MALLOC_ENV) $(MODELS_ENV) $(PY) -m serve run app.py --server.port $(PORT) $(RUN_ARGS)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (installs Debian's haproxy when missing;
 # the port answers at once with a starting page until the processes are warm)

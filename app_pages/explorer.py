@@ -1,11 +1,11 @@
 """Attention explorer: one head in detail, all heads at once, a BertViz-style token view and head metrics.
-Thin page: the View from the shell, derived numbers from ui.cache, sections from ui/explorer.py."""
+Thin page: the View from the shell, derived numbers from ui.runs, sections from ui/explorer.py."""
 
 import streamlit as st
 
 from i18n import t
-from ui import cache
 from ui import explorer as ex
+from ui import runs
 from ui.shell import current_view
 from ui.state import require_trace
 from ui.widgets import layer_head
@@ -16,7 +16,7 @@ trace = require_trace(view)
 st.caption(t("ex.caption", view.lang, n=len(trace.source_tokens), model=view.model_name,
              where=layer_head(view.layer, view.head, view.lang)))
 mode, hide, merge = ex.options(view)
-d = cache.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge)
+d = runs.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge)
 ex.sections(view, d, mode, (hide, merge))
 if view.model.kind == "decoder":  # GPT-2 family: what comes next
     ex.next_token_panel(view)

@@ -6,7 +6,7 @@ Runs: analysis.decoding; figures: viz/seq2seq.py; controls and layout: ui/seq2se
 import streamlit as st
 
 from i18n import t
-from ui import cache
+from ui import runs, store
 from ui import seq2seq as s2s
 from ui.shell import current_view
 
@@ -16,12 +16,12 @@ st.title(t("s2s.title", view.lang))
 st.caption(t("s2s.caption" if name == s2s.MODEL else "s2s.caption_folder", view.lang, model=name))
 if not view.text.strip():
     st.stop()
-model = cache.get_model(name, view.device)
+model = store.get_model(name, view.device)
 task, teacher, layer, head, target = s2s.controls(model, view.lang)
 if teacher and task is None and not (target or "").strip():
     st.info(t("s2s.need_target", view.lang), icon=":material/edit:")
     st.stop()
-run = cache.decoding_run(view.device, view.text, task, teacher, name, target)
+run = runs.decoding_run(view.device, view.text, task, teacher, name, target)
 s2s.summary(run, task, teacher, getattr(model, "unknown_words", lambda _: [])(view.text), view.lang)
 step = s2s.step_slider(run, view.lang)
 s2s.figures(view, run, step, layer, head, teacher)

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import t
-from ui import cache, steps_page
+from ui import runs, steps_page
 from ui.shell import current_view
 from ui.state import require_trace
 from ui.widgets import layer_head
@@ -23,7 +23,7 @@ trace = require_trace(view)
 where = layer_head(view.layer, view.head, lg)
 st.caption(t("steps.caption", lg, model=view.model_name, block=steps_page.block_label(view.block, lg), where=where)
            + ("" if view.model.trained else t("steps.untrained", lg)))
-steps = cache.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)
+steps = runs.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)
 diff = float(np.abs(steps["weights"] - trace.attention(view.block)[view.layer, view.head]).max())
 (st.success if diff < 1e-5 else st.warning)(t("steps.check", lg, diff=diff))
 rows, cols = trace.axis_tokens(view.block)

@@ -42,7 +42,11 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from browser_support import chromium_browser, serve_app, wait_for_app  # noqa: E402
+
+from i18n import t  # noqa: E402
+from ui.pages import PAGES as TABLE  # noqa: E402
 
 REPEATS = 5
 DEFAULT = "The animal didn't cross the street because it was tired"
@@ -57,12 +61,10 @@ SENTENCES = [
     ("The old man planted a tree near the house", "tree"),
     ("She painted the kitchen wall a bright yellow", "kitchen"),
 ]
-PAGES = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("steps", "Step by step"),
-         ("seq2seq", "Encoder-decoder decoding")]
+MENU = [("" if p.default else p.name, t(p.title_key, "en")) for p in TABLE]  # (URL path, a heading's start), in order
+PAGES = [m for m in MENU if m[0] in ("positional", "masks", "steps", "seq2seq")]
 # scenario 6: every page in the menu's order, from the page before it (the explorer after the tour)
-CYCLE = [("positional", "Positional-encoding lab"), ("masks", "Mask lab"), ("steps", "Step by step"),
-         ("seq2seq", "Encoder-decoder decoding"), ("heads", "Head lab"), ("tour", "Guided tour"),
-         ("", "Attention explorer")]
+CYCLE = [*MENU[1:], MENU[0]]
 # the script's own view of "switched and done", as a Playwright script without the page's instruments sees it:
 # the URL is the page's, its title is shown, the status widget does not say running, every chart is drawn, nothing
 # is stale

@@ -49,14 +49,18 @@ import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-PAGES = ("explorer", "positional", "masks", "steps", "seq2seq", "heads", "tour")
-APP_TITLES = ("Attention explorer", "Positional-encoding lab", "Mask lab", "Step by step",
-              "Encoder-decoder decoding", "Head lab", "Guided tour")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from i18n import t as tr  # noqa: E402
+from ui.pages import DEFAULT, NAMES  # noqa: E402
+from ui.pages import PAGES as TABLE  # noqa: E402
+
+PAGES = NAMES  # the app's pages (ui/pages.py), in the menu's order
+APP_TITLES = tuple(tr(p.title_key, "en") for p in TABLE)  # the menu's English titles: the shell ran
 MAX_STUDENTS = 400
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ALERT_ERROR = 1  # Alert.Format.ERROR
 TEXT_KEY = "text"  # the Sentence box's widget key (ui/state.py K_TEXT)
-STARTING_POLL_S = 0.25  # how often the starting page asks again (ui/door.py STARTING_POLL_S; --starting-poll)
+STARTING_POLL_S = 0.25  # how often the starting page asks again (serve/door.py STARTING_POLL_S; --starting-poll)
 
 _WORDS = ("the animal didn't cross the street because it was tired a dog ate the food hungry teacher student "
           "model attention head layer token river bank money sat on green small quick brown fox jumps over lazy "
@@ -311,7 +315,7 @@ async def run_student(st: Student, host: str, port: int, timeout: float, delay: 
     await asyncio.sleep(delay)
     t0 = time.monotonic()
     sess = _Session()
-    page_name = "" if st.page == PAGES[0] else st.page  # the default page lives at the root URL
+    page_name = "" if st.page == DEFAULT.name else st.page  # the default page lives at the root URL
     stage = "http"
     try:
         while True:  # a balancer whose app is still starting answers 503 with a page that reloads itself: as it does

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import loadtest as lt  # noqa: E402
 
-PAGES = ("explorer", "positional", "masks", "steps", "seq2seq", "heads", "tour")
+PAGES = lt.PAGES  # every page of the app (ui/pages.py)
 MAX_MINUTES = 60
 
 

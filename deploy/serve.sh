@@ -6,7 +6,7 @@
 # Starts HAProxy on 127.0.0.1:PORT (HEADLIGHT_BIND=0.0.0.0:8501 to let a classroom's network in) with cookie
 # stickiness (deploy/haproxy.cfg) and N Streamlit processes of app.py (default: the number of CPU cores) on
 # 127.0.0.1:BASE.. (headless, no file watcher, one torch thread each); each joins the balancer when it is ready
-# (/_headlight/ready: its modules imported and its models loaded, ui/preload.py, ~3 s). HAProxy answers at once:
+# (/_headlight/ready: its modules imported and its models loaded, serve/preload.py, ~3 s). HAProxy answers at once:
 # until then a browser gets a page that reloads itself every second, in its
 # language, instead of a refused connection. --warm also runs every page once in each process before they are marked
 # ready (no faster for a lecture hall, measured; ready ~1 s later). Ctrl-C / TERM stops everything it
@@ -77,27 +77,27 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # One secret for all processes: a browser that fails over to another process keeps a valid XSRF cookie.
-export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -c 'import secrets; print(secrets.token_hex(32))')}"
+export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -m serve cookie-secret)}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLIGHT_TORCH_THREADS:-1}"
 
 # The app processes first (they take longest to be ready), then the balancer, so the port answers at once: until an
 # app process answers /_stcore/health, every request gets a page that reloads itself ("Headlight is starting", in
 # the browser's language) instead of a refused connection. The processes are listed in maintenance and enabled
 # through HAProxy's admin socket once /_headlight/ready says the process has imported its modules and loaded its
-# models (ui/preload.py; Streamlit's server itself answers ~1 s after the start, the preload takes ~3 s).
+# models (serve/preload.py; Streamlit's server itself answers ~1 s after the start, the preload takes ~3 s).
 export HEADLIGHT_RUN_DIR="$RUN_DIR"
 SERVERS=""
 for i in $(seq 1 "$PROCS"); do
     port=$((BASE + i - 1))
-    "$PY" -m ui.door run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
+    "$PY" -m serve run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
         >"$RUN_DIR/app$i.log" 2>&1 &
     PIDS+=($!)
     SERVERS+="    server app$i 127.0.0.1:$port cookie app$i disabled"$'\n'
 done
-"$PY" -c 'import sys; from ui.door import starting_page
-for lang in ("en", "ko"):
-    open(f"{sys.argv[1]}/starting.{lang}.html", "wb").write(starting_page(lang))' "$RUN_DIR"
+for lang in en ko; do
+    "$PY" -m serve starting-page "$lang" >"$RUN_DIR/starting.$lang.html"
+done
 { cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
@@ -128,10 +128,8 @@ if [[ $WARM -eq 1 ]]; then
     done
 fi
 
-haproxy_admin() {  # one command on HAProxy's admin socket
-    "$PY" -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
-print(s.recv(4096).decode().strip() or "", end="")' "$RUN_DIR/haproxy.sock" "$1"
+haproxy_admin() {  # one command on HAProxy's admin socket (serve/haproxy.py)
+    "$PY" -m serve haproxy "$RUN_DIR/haproxy.sock" "$1"
 }
 for i in $(seq 1 "$PROCS"); do
     out="$(haproxy_admin "set server headlight_apps/app$i state ready")$(haproxy_admin "set server headlight_apps/app$i health up")"

@@ -43,10 +43,10 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve_app(timeout: float = 90.0, env: dict | None = None, app: str = "app.py", door: bool = True):
     """Yield the base URL of a running `streamlit run app.py` (or another script under the root), started through
-    the app's door (ui/door.py) as `make run` does, or by plain Streamlit (door=False: a floor to compare with);
-    stop it afterwards."""
+    the app's door (`python -m serve run`, serve/door.py) as `make run` does, or by plain Streamlit (door=False: a
+    floor to compare with); stop it afterwards."""
     port = free_port()
-    cmd = [sys.executable, "-m", "ui.door" if door else "streamlit", "run", str(ROOT / app), "--server.headless", "true",
+    cmd = [sys.executable, "-m", "serve" if door else "streamlit", "run", str(ROOT / app), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
            "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -9,8 +9,10 @@ from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
+from ui.pages import page_file
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGE = "app_pages/heads.py"
+PAGE = page_file("heads")
 
 
 def _lab(tab: str | None = None, **params) -> AppTest:

@@ -11,19 +11,21 @@ from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
+from ui.pages import page_file
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PE_TABS = ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
 STEP_TABS = ["1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
              "5 · Concat and W_O"]
 MASK_TABS = ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
-LAZY = {"app_pages/positional.py": ("pe_tab", PE_TABS), "app_pages/steps.py": ("steps_tab", STEP_TABS),
-        "app_pages/masks.py": ("mask_tab", MASK_TABS)}
+LAZY = {page_file("positional"): ("pe_tab", PE_TABS), page_file("steps"): ("steps_tab", STEP_TABS),
+        page_file("masks"): ("mask_tab", MASK_TABS)}
 
 
 def _all_charts(at, page: str) -> list[str]:
     """Every chart of the page (tab by tab on pages with lazy tabs)."""
     return charts_in_tabs(at, *LAZY[page]) if page in LAZY else _charts(at)
-PAGES = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py"]
+PAGES = [page_file("positional"), page_file("masks"), page_file("steps")]
 
 
 def _page(page: str, **state) -> AppTest:
@@ -38,8 +40,8 @@ def _page(page: str, **state) -> AppTest:
 
 
 
-@pytest.mark.parametrize("page,n_charts", [("app_pages/positional.py", 8), ("app_pages/masks.py", 11),
-                                           ("app_pages/steps.py", 14)])
+@pytest.mark.parametrize("page,n_charts", [(page_file("positional"), 8), (page_file("masks"), 11),
+                                           (page_file("steps"), 14)])
 def test_default_sentence(page, n_charts):
     at = _page(page)
     _ok(at)
@@ -50,7 +52,7 @@ def test_default_sentence(page, n_charts):
 
 
 def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
-    at = _page("app_pages/positional.py")
+    at = _page(page_file("positional"))
     assert "50 positions × 128 dims" in _charts(at)[0]  # the lecture's own example
     at.slider(key="pe_n").set_value(2048)
     at.slider(key="pe_d").set_value(1024)
@@ -66,7 +68,7 @@ def test_positional_sliders_change_the_table_and_stay_small_at_the_maximum():
 
 
 def test_positional_cosine_toggle_and_curve_dims():
-    at = _page("app_pages/positional.py")
+    at = _page(page_file("positional"))
     before = _charts(at)
     at.toggle(key="pe_cosine").set_value(True)
     at.multiselect(key="pe_dims").set_value([4, 5]).run()
@@ -77,8 +79,8 @@ def test_positional_cosine_toggle_and_curve_dims():
 
 
 def test_positional_shows_both_models_for_the_sentence():
-    at = _page("app_pages/positional.py")
-    charts = _all_charts(at, "app_pages/positional.py")  # the sentence tab opens on MiniLM, its first sub-tab
+    at = _page(page_file("positional"))
+    charts = _all_charts(at, page_file("positional"))  # the sentence tab opens on MiniLM, its first sub-tab
     at.session_state["pe_tab"] = PE_TABS[1]
     at.session_state["pe_parts_tab"] = "seq2seq-tiny: sinusoidal positions"
     charts += _charts(at.run())
@@ -89,7 +91,7 @@ def test_positional_shows_both_models_for_the_sentence():
 
 @pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7)])
 def test_masks_layer_and_head_change_the_stages(key, value):
-    at = _page("app_pages/masks.py")
+    at = _page(page_file("masks"))
     before = _charts(at)
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
@@ -100,7 +102,7 @@ def test_masks_layer_and_head_change_the_stages(key, value):
 
 
 def test_masks_presets_and_pad_column_is_exactly_zero():
-    at = _page("app_pages/masks.py")
+    at = _page(page_file("masks"))
     at.button(key="mask_preset_pad").click().run()
     _ok(at)
     assert at.session_state["text"] == "this is my car" and at.session_state["mask_second"] == "that is not"
@@ -119,11 +121,11 @@ def test_masks_presets_and_pad_column_is_exactly_zero():
 
 @pytest.mark.parametrize("key,value", [("layer", 4), ("head", 9)])
 def test_steps_layer_and_head_change_every_stage(key, value):
-    at = _page("app_pages/steps.py")
-    before = _all_charts(at, "app_pages/steps.py")
+    at = _page(page_file("steps"))
+    before = _all_charts(at, page_file("steps"))
     at.selectbox(key=key).set_value(value).run()
     _ok(at)
-    after = _all_charts(at, "app_pages/steps.py")
+    after = _all_charts(at, page_file("steps"))
     changed = [a != b for a, b in zip(after, before)]
     assert changed[0] == (key == "layer")  # X is the layer's input: the same for every head
     assert sum(changed) >= 10
@@ -132,7 +134,7 @@ def test_steps_layer_and_head_change_every_stage(key, value):
 
 
 def test_steps_encoder_decoder_blocks():
-    at = _page("app_pages/steps.py", model="paper-base")
+    at = _page(page_file("steps"), model="paper-base")
     _ok(at)
     for block in ("decoder_self", "cross"):
         at.radio(key="block").set_value(block).run()
@@ -160,16 +162,16 @@ def test_hostile_inputs(page):
         if name in ("empty", "whitespace"):
             assert any("Type a sentence" in i.value for i in at.info), name
             continue
-        assert charts or page == "app_pages/positional.py", name
+        assert charts or page == page_file("positional"), name
         if name == "script":
             assert "<script" not in charts
 
 
 def test_lab_inputs_survive_a_page_switch():
-    at = _page("app_pages/positional.py")
+    at = _page(page_file("positional"))
     at.slider(key="pe_n").set_value(80).run()
-    at.switch_page("app_pages/explorer.py").run()
+    at.switch_page(page_file("explorer")).run()
     _ok(at)
-    at.switch_page("app_pages/positional.py").run()
+    at.switch_page(page_file("positional")).run()
     _ok(at)
     assert at.slider(key="pe_n").value == 80

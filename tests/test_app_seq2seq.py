@@ -9,8 +9,10 @@ from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
+from ui.pages import page_file
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGE = "app_pages/seq2seq.py"
+PAGE = page_file("seq2seq")
 HOSTILE = {
     "script": "<script>alert(1)</script> <eos> <reverse>",
     "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",

@@ -7,9 +7,11 @@ import pytest
 from apptest_support import assert_ok as _ok
 from streamlit.testing.v1 import AppTest
 
+from ui.pages import page_file
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGES = ["app_pages/explorer.py", "app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py", "app_pages/seq2seq.py"]
+PAGES = [page_file("explorer"), page_file("positional"), page_file("masks"), page_file("steps"), page_file("seq2seq")]
 
 
 def _app(**params) -> AppTest:
@@ -118,7 +120,7 @@ def test_state_survives_page_switches(page):
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]  # (the page may show its own st.error content)
     assert at.text_area(key="text").value == "I am good" and at.session_state["layer"] == 2
-    at.switch_page("app_pages/explorer.py").run()
+    at.switch_page(page_file("explorer")).run()
     _ok(at)
     assert at.text_area(key="text").value == "I am good" and at.selectbox(key="layer").value == 2
     assert at.toggle(key="ex_hide_special").value is True  # the explorer's own options survive too

@@ -1,9 +1,6 @@
 """The architecture rules (README, "Architecture"), checked statically on the source with `ast` (tests/source_support.py:
 every import at any depth of a file, functions included, relative imports resolved): who may import whom, no import
-cycles, no private names across modules, thin pages. Each rule is one test; a failure names the file and the line.
-
-Known violations that other branches are removing are listed below (KNOWN_*), each checked by its own strict xfail:
-when one is gone its xfail passes, which fails the run: then delete its entry, and the rule covers that file too."""
+cycles, no private names across modules, thin pages. Each rule is one test; a failure names the file and the line."""
 
 from __future__ import annotations
 
@@ -11,7 +8,6 @@ import ast
 import textwrap
 from pathlib import Path
 
-import pytest
 from source_support import (
     ROOT,
     cycles,
@@ -32,25 +28,18 @@ from source_support import (
     top,
 )
 
-STREAMLIT_PACKAGES = ("ui", "app_pages", "app", "serve")  # serve/: being added on another branch (may not exist yet)
+from ui.pages import page_file
+
+STREAMLIT_PACKAGES = ("ui", "app_pages", "app", "serve")
 MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
 
-# ui/ never imports torch: these two still do; another branch is removing the imports.
-KNOWN_UI_TORCH = {
-    "ui/shell.py": "ui/shell.py imports torch (line 28) on main; being removed on another branch",
-    "ui/runs.py": "ui/runs.py imports torch inside a function (line 56) on main; being removed on another branch",
-}
-# import cycles on main; being removed on another branch
-KNOWN_CYCLES = {
-    ("ui.cache", "ui.runs"): "ui/runs.py imports ui.cache and ui/cache.py re-exports ui.runs (`from .runs import *` "
-                             "at its end) on main; being removed on another branch",
-}
 # the layers above each package: what it must never import (streamlit, plotly, torch and transformers: rules below)
 LAYERS = {
     "analysis": {"ui", "viz", "app_pages", "app", "serve"},
     "viz": {"ui", "app_pages", "app", "serve", "training"},
     "training": {"plotly", "ui", "viz", "app_pages", "app", "serve"},
-    "ui": {"app_pages", "app", "training"},
+    "ui": {"app_pages", "app", "training", "serve"},  # serving is serve/'s; serve/ may import ui/, not the reverse
+    "app_pages": {"training", "serve"},
 }
 
 
@@ -63,7 +52,7 @@ def graph_modules() -> dict[str, Path]:
 def test_scanner_sees_the_project_and_every_kind_of_import():
     files = {rel(p) for p in python_files()}
     assert {"app.py", "model/__init__.py", "model/registry.py", "ui/shell.py", "viz/__init__.py",
-            "analysis/__init__.py", "app_pages/explorer.py", "tests/test_architecture.py"} <= files
+            "analysis/__init__.py", page_file("explorer"), "tests/test_architecture.py"} <= files
     assert not any(f.startswith((".venv/", ".git/")) for f in files)
     assert not any(top(p) in ("tests", "bench") for p in runtime_files())
     src = textwrap.dedent("""
@@ -124,21 +113,10 @@ def test_only_the_interface_imports_streamlit():
 
 
 def test_ui_never_imports_torch():
-    """The interface reads results (analysis/, ui/cache.py), never tensors. Files in KNOWN_UI_TORCH: see below."""
-    files = [p for p in files_of("ui") if rel(p) not in KNOWN_UI_TORCH]
+    """The interface reads results (analysis/), never tensors: torch runs in analysis/ and model/."""
+    files = files_of("ui")
     assert len(files) > 10
     bad = offenders(files, {"torch"})
-    assert bad == [], "ui/ imports torch:\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=why))
-                                  for p, why in KNOWN_UI_TORCH.items()])
-def test_ui_never_imports_torch_known_files(path):
-    """Each known offender, until its import is removed (then this passes strictly: delete its KNOWN_UI_TORCH entry)."""
-    p = ROOT / path
-    if not p.exists():
-        return
-    bad = offenders([p], {"torch"})
     assert bad == [], "ui/ imports torch:\n" + "\n".join(bad)
 
 
@@ -160,7 +138,7 @@ def test_model_imports_nothing_of_the_project_outside_model():
 
 def test_packages_respect_the_layers():
     """analysis/ never imports ui, viz or pages; viz/ never ui, pages or training; training/ never plotly, ui, viz or
-    pages; ui/ never pages or training."""
+    pages; ui/ never pages, training or serve (serve/ starts the app and may import ui/)."""
     bad = [line for pkg, forbidden in LAYERS.items() for line in offenders(files_of(pkg), forbidden)]
     assert bad == [], "\n".join(bad)
 
@@ -173,20 +151,11 @@ def _cycles():
 
 
 def test_no_two_modules_import_each_other():
-    """No import cycle among the project's modules (imports inside functions count). Known cycles: see below."""
+    """No import cycle among the project's modules (imports inside functions count)."""
     mods, edges, found = _cycles()
     assert len(mods) > 50 and sum(map(len, edges.values())) > 100  # the graph is the project's
-    new = [describe_cycle(c, edges, mods) for c in found if tuple(c) not in KNOWN_CYCLES]
+    new = [describe_cycle(c, edges, mods) for c in found]
     assert new == [], "import cycles:\n" + "\n".join(new)
-
-
-@pytest.mark.parametrize("pair", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=why), id=" <-> ".join(c))
-                                  for c, why in KNOWN_CYCLES.items()])
-def test_no_two_modules_import_each_other_known_cycles(pair):
-    """Each known cycle, until it is broken (then this passes strictly: delete its KNOWN_CYCLES entry)."""
-    mods, edges, found = _cycles()
-    still = [describe_cycle(c, edges, mods) for c in found if set(pair) <= set(c)]
-    assert still == [], "import cycle:\n" + "\n".join(still)
 
 
 # ---- private names -------------------------------------------------------------------------------------------------

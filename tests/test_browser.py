@@ -14,10 +14,12 @@ from urllib.parse import urlencode
 import pytest
 from browser_support import ROOT, browser_available, chromium_page, serve_app, wait_for_app
 
+from ui.pages import PAGES as TABLE
+
 pytestmark = pytest.mark.browser
 
-PAGES = [("", "explorer"), ("positional", "positional"), ("masks", "masks"), ("steps", "steps"),
-         ("seq2seq", "seq2seq")]
+ALL_PAGES = [("" if p.default else p.name, p.name) for p in TABLE]  # (URL path, page), in the menu's order
+PAGES = [(path, name) for path, name in ALL_PAGES if name not in ("heads", "tour")]
 
 
 def require_browser() -> None:
@@ -142,7 +144,6 @@ def test_head_lab_preset_pair_link(app_url, shot_dir):
 
 
 VIEWPORTS = {"projector": (1280, 720), "phone": (390, 844)}
-ALL_PAGES = [*PAGES, ("heads", "heads"), ("tour", "tour")]
 EXTRA = {"tour": {"step": "5"}}  # the tour's QKᵀ step (step 1 is a table)
 
 # every chart, image and table lies inside its own container, and the container inside the main area

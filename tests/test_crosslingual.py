@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from analysis import crosslingual as xl
 from model import load_model
 from model.errors import InputError
+from ui.pages import page_file
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -74,7 +75,7 @@ def test_the_head_lab_tab(lang):
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params.update(model="multilingual-e5-small", lang=lang)
     at.run()
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_file("heads")).run()
     at.session_state["hl_tab"] = t("e5.tab.crosslingual", lang)
     at.run()
     assert_ok(at)

@@ -1,8 +1,8 @@
-"""ui/door.py: the page for a link over the server's limit, and where an unknown nested path goes."""
+"""serve/door.py: the page for a link over the server's limit, and where an unknown nested path goes."""
 
 from __future__ import annotations
 
-from ui.door import door_page, redirect_target, request_lang
+from serve.door import door_page, redirect_target, request_lang
 
 HTML = b"text/html,application/xhtml+xml"
 
@@ -37,7 +37,7 @@ def test_redirect_targets():
 def test_middleware_answers_a_long_link_with_the_door_page():
     import asyncio
 
-    from ui.door import MAX_LINK_BYTES, DoorMiddleware
+    from serve.door import MAX_LINK_BYTES, DoorMiddleware
 
     sent, called = [], []
 
@@ -63,7 +63,7 @@ def test_starting_page_both_languages_reloads_itself():
     import subprocess
     import sys
 
-    from ui.door import STARTING_REFRESH_S, starting_page
+    from serve.door import STARTING_REFRESH_S, starting_page
 
     ko = starting_page("ko").decode()
     en = starting_page("en").decode()
@@ -71,13 +71,14 @@ def test_starting_page_both_languages_reloads_itself():
     for page in (ko, en):  # without JavaScript: a reload of the same link (query kept) every second
         assert f'<noscript><meta http-equiv="refresh" content="{STARTING_REFRESH_S}"></noscript>' in page
         assert page.count("<script>") == 1 and "location.reload()" in page  # with it: the poll (browser test below)
-    out = subprocess.run([sys.executable, "-m", "ui.door", "starting-page", "ko"], capture_output=True, check=True,
+    out = subprocess.run([sys.executable, "-m", "serve", "starting-page", "ko"], capture_output=True, check=True,
                          cwd=__import__("pathlib").Path(__file__).resolve().parents[1]).stdout
     assert out.decode() == ko  # what deploy/serve.sh writes for HAProxy
 
 
 def test_preload_fills_the_model_cache(monkeypatch):
-    from ui import cache, preload
+    from serve import preload
+    from ui import store
 
     monkeypatch.setenv("HEADLIGHT_PRELOAD", "0")
     assert not preload.enabled()
@@ -85,8 +86,8 @@ def test_preload_fills_the_model_cache(monkeypatch):
     assert preload.enabled()
     took = preload.run()
     assert took > 0
-    assert {(m, "cpu") for m in preload.MODELS} <= cache._LOADED
-    assert cache.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
+    assert {(m, "cpu") for m in preload.MODELS} <= store._LOADED
+    assert store.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
 
 
 def test_ready_path_follows_the_preload(monkeypatch):
@@ -95,8 +96,8 @@ def test_ready_path_follows_the_preload(monkeypatch):
     import asyncio
     import threading
 
-    from ui import preload
-    from ui.door import READY_PATH, DoorMiddleware
+    from serve import preload
+    from serve.door import READY_PATH, DoorMiddleware
 
     async def app(scope, receive, send):  # Streamlit: never reached for READY_PATH
         raise AssertionError("the ready path went to Streamlit")
@@ -130,7 +131,7 @@ def test_starting_page_turns_into_the_app_as_soon_as_it_answers():
     import pytest
     from browser_support import browser_available, chromium_browser
 
-    from ui.door import starting_page
+    from serve.door import starting_page
 
     reason = browser_available()
     if reason:

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from analysis.readability import readability
 from model import load_model
 from model.examples import KOREAN_EXAMPLE_SENTENCES
+from ui.pages import page_file
 from ui.state import PRESETS
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -80,13 +81,13 @@ def test_no_notice_for_english_on_minilm():
 # --- every page, in Korean, on the multilingual model ---------------------------------------------------------------
 
 PAGES = {
-    "explorer": ("app_pages/explorer.py", "ex_tab", ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics",
+    "explorer": (page_file("explorer"), "ex_tab", ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics",
                                                     "ex.tab.data"]),
-    "positional": ("app_pages/positional.py", "pe_tab", ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]),
-    "masks": ("app_pages/masks.py", "mask_tab", ["masks.tab.padding", "masks.tab.look_ahead"]),
-    "steps": ("app_pages/steps.py", "steps_tab", None),
-    "tour": ("app_pages/tour.py", None, None),
-    "heads": ("app_pages/heads.py", "hl_tab", ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond",
+    "positional": (page_file("positional"), "pe_tab", ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]),
+    "masks": (page_file("masks"), "mask_tab", ["masks.tab.padding", "masks.tab.look_ahead"]),
+    "steps": (page_file("steps"), "steps_tab", None),
+    "tour": (page_file("tour"), None, None),
+    "heads": (page_file("heads"), "hl_tab", ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond",
                                              "heads.tab.atlas", "e5.tab.crosslingual"]),
 }
 
@@ -126,7 +127,7 @@ def test_every_page_reads_korean_on_the_multilingual_model(page):
 @pytest.mark.slow
 def test_korean_minimal_pair_preset_switches_to_the_multilingual_model():
     at = _app(lang="ko")
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_file("heads")).run()
     at.button(key="hl_preset_ko").click().run()
     assert_ok(at)
     assert at.selectbox(key="model").value == E5

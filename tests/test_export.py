@@ -58,13 +58,13 @@ def test_dollar_signs_in_titles_stay_as_typed():
 
 
 def test_matplotlib_is_imported_only_when_an_export_is_drawn():
-    """A fresh app process imports every page's modules before it is ready (ui/preload.py); matplotlib (~0.4 s) is not
-    among them: it comes with the first export, set up for headless rendering."""
+    """A fresh app process imports every page's modules before it is ready (serve/preload.py); matplotlib (~0.4 s) is
+    not among them: it comes with the first export, set up for headless rendering."""
     import subprocess
     import sys
     from pathlib import Path
 
-    code = ("import sys; from ui import preload; [__import__(m) for m in preload.MODULES]; "
+    code = ("import sys; from serve import preload; [__import__(m) for m in preload.MODULES]; "
             "assert 'matplotlib' not in sys.modules, 'imported at start-up'; "
             "from viz.export import pyplot; plt = pyplot(); "
             "import matplotlib; assert matplotlib.get_backend().lower() == 'agg'; "

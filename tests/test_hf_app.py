@@ -16,14 +16,15 @@ from model.registry import REGISTRY, register_local_models
 from ui import explorer as ex
 from ui import heads as uh
 from ui import mask_lab, pe_lab
+from ui.pages import page_file
 from viz.steps import step_tabs
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "the cat sat on the mat"
-PAGES = {"app_pages/explorer.py": (ex.K_TAB, ex.TABS), "app_pages/heads.py": (uh.K_TAB, uh.TABS),
-         "app_pages/steps.py": ("steps_tab", None),  # the model's own tabs (STEP_TABS)
-         "app_pages/positional.py": ("pe_tab", pe_lab.PE_TABS), "app_pages/masks.py": ("mask_tab", mask_lab.MASK_TABS),
-         "app_pages/seq2seq.py": (None, [None]), "app_pages/tour.py": (None, [None])}
+PAGES = {page_file("explorer"): (ex.K_TAB, ex.TABS), page_file("heads"): (uh.K_TAB, uh.TABS),
+         page_file("steps"): ("steps_tab", None),  # the model's own tabs (STEP_TABS)
+         page_file("positional"): ("pe_tab", pe_lab.PE_TABS), page_file("masks"): ("mask_tab", mask_lab.MASK_TABS),
+         page_file("seq2seq"): (None, [None]), page_file("tour"): (None, [None])}
 # the Step by step tabs: the encoder's (BERT; BART's sidebar block is its encoder) or the pre-LN stack's (GPT-2)
 STEP_TABS = {m: [t(f"steps.tab.{n}") for n in step_tabs("encoder", False, pre_ln=m == "hl-gpt2")]
              for m in ("hl-bert", "hl-gpt2", "hl-bart")}
@@ -78,7 +79,7 @@ def test_every_page_and_tab_runs_on_a_local_folder(folders, model):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"model": model, "text": TEXT, "step": str(i)})
         at.run()
-        at.switch_page("app_pages/tour.py")
+        at.switch_page(page_file("tour"))
         at.query_params["step"] = str(i)
         at.run()
         assert_ok(at)
@@ -87,7 +88,7 @@ def test_every_page_and_tab_runs_on_a_local_folder(folders, model):
 
 def test_gpt2_explorer_shows_its_causal_attention_and_next_tokens(folders):
     for lang in ("en", "ko"):
-        at = _run("hl-gpt2", "app_pages/explorer.py", None, None, lang)
+        at = _run("hl-gpt2", page_file("explorer"), None, None, lang)
         assert_ok(at)
         assert not at.error, [e.value for e in at.error]
         assert at.query_params.get("block") in ("decoder_self", ["decoder_self"]), at.query_params  # its one block
@@ -132,7 +133,7 @@ def test_gpt2_step_by_step_walks_the_pre_ln_layer_to_its_output(folders, lang):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"model": "hl-gpt2", "text": TEXT, "lang": lang, "layer": "1"})
         at.run()
-        at.switch_page("app_pages/steps.py")
+        at.switch_page(page_file("steps"))
         at.session_state["steps_tab"] = t(f"steps.tab.{tab}", lang)
         at.run()
         assert_ok(at)
@@ -159,7 +160,7 @@ def test_gpt2_tour_draws_its_sublayers(folders):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"model": "hl-gpt2", "text": TEXT, "step": str(STEPS.index(key) + 1)})
         at.run()
-        at.switch_page("app_pages/tour.py")
+        at.switch_page(page_file("tour"))
         at.query_params["step"] = str(STEPS.index(key) + 1)
         at.run()
         assert_ok(at)
@@ -171,7 +172,7 @@ def test_gpt2_tour_draws_its_sublayers(folders):
 
 def test_gpt2_head_surgery_shows_the_next_token_before_and_after(folders):
     for lang in ("en", "ko"):
-        at = _run("hl-gpt2", "app_pages/heads.py", uh.K_TAB, t("heads.tab.surgery", "en"), lang)
+        at = _run("hl-gpt2", page_file("heads"), uh.K_TAB, t("heads.tab.surgery", "en"), lang)
         at.multiselect(key="hl_heads").set_value(["1.0", "2.1"])
         at.run()
         assert_ok(at)
@@ -196,7 +197,7 @@ def test_bart_runs_on_the_encoder_decoder_page_greedy_and_teacher_forced(folders
 
     model = load_model("hl-bart", "cpu")
     for lang in ("en", "ko"):
-        at = _run("hl-bart", "app_pages/seq2seq.py", None, None, lang)
+        at = _run("hl-bart", page_file("seq2seq"), None, None, lang)
         assert_ok(at)
         assert not at.error, [e.value for e in at.error]
         assert at.caption[0].value == t("s2s.caption_folder", lang, model="hl-bart")
@@ -224,7 +225,7 @@ def test_bart_head_lab_reads_bart_not_seq2seq_tiny(folders):
     from analysis.heads import logit_lens
     from model.registry import load_model
 
-    at = _run("hl-bart", "app_pages/heads.py", uh.K_TAB, t("heads.tab.beyond", "en"))
+    at = _run("hl-bart", page_file("heads"), uh.K_TAB, t("heads.tab.beyond", "en"))
     assert_ok(at)
     assert not at.error and "hl_lens_task" not in [r.key for r in at.radio], [e.value for e in at.error]
     lens = logit_lens(load_model("hl-bart", "cpu"), TEXT)
@@ -240,7 +241,7 @@ def test_bart_head_lab_reads_bart_not_seq2seq_tiny(folders):
 
     shown = [[html.unescape(x) for x in r] for r in lens_fig[0]["data"][0]["text"]]  # escaped for plotly's HTML
     assert shown == [list(r) for r in lens.top_tokens]
-    at = _run("hl-bart", "app_pages/heads.py", uh.K_TAB, t("heads.tab.surgery", "en"))
+    at = _run("hl-bart", page_file("heads"), uh.K_TAB, t("heads.tab.surgery", "en"))
     at.multiselect(key="hl_heads").set_value(["0.1"]).run()
     assert_ok(at)
     assert not at.error and "hl_task" not in [r.key for r in at.radio]

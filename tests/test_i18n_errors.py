@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from i18n import catalogue, error_message
 from i18n.catalog import placeholders
 from model.errors import HeadlightError, InputError, WeightsError
+from ui.pages import page_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("model/**/*.py"), *ROOT.glob("analysis/**/*.py"), *ROOT.glob("ui/**/*.py")])
@@ -156,7 +157,7 @@ def test_head_lab_input_errors_in_korean():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.query_params["lang"] = "ko"
     at.run()
-    at.switch_page("app_pages/heads.py").run()
+    at.switch_page(page_file("heads")).run()
     at.text_input(key="hl_query").set_value("zebra").run()
     assert_ok(at)
     infos = [i.value for i in at.info]
@@ -170,13 +171,13 @@ def test_head_lab_input_errors_in_korean():
 def fresh_model_cache():
     """The app's model cache is per process: empty it so the app loads from the patched directory, and again after,
     so the next test loads the real weights."""
-    from ui import cache
+    from ui import store
 
-    cache._load_model.clear()
-    cache._LOADED.clear()
+    store._load_model.clear()
+    store._LOADED.clear()
     yield
-    cache._load_model.clear()
-    cache._LOADED.clear()
+    store._load_model.clear()
+    store._LOADED.clear()
 
 
 def test_corrupt_weights_message_in_korean(tmp_path, monkeypatch, fresh_model_cache):

@@ -22,11 +22,12 @@ from model.examples import EXAMPLE_SENTENCES
 from ui import explorer as ex
 from ui import heads as uh
 from ui import quiz
-from ui.state import md_escape
+from ui.pages import page_file
+from ui.view import md_escape
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-HEADS = "app_pages/heads.py"
+HEADS = page_file("heads")
 BRIEF = "The animal didn't cross the street because it was tired"
 
 
@@ -188,8 +189,8 @@ def test_explorer_quiz(lang, minilm):
 
 
 # ---- the catalogue ---------------------------------------------------------------------------------------------
-USERS = ["ui/explorer.py", "ui/heads.py", "ui/widgets.py", "ui/state.py", "ui/shell.py", "app_pages/explorer.py",
-         "app_pages/heads.py", "viz/attention.py", "viz/heads.py", "viz/heatmap.py"]
+USERS = ["ui/explorer.py", "ui/heads.py", "ui/widgets.py", "ui/state.py", "ui/shell.py", page_file("explorer"),
+         page_file("heads"), "viz/attention.py", "viz/heads.py", "viz/heatmap.py"]
 
 
 def test_keys_used_exist_in_both_languages():

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from i18n import t
 from ui import mask_lab, pe_lab
+from ui.pages import page_file
 from ui.state import PRESETS
 from viz.steps import step_tabs
 
@@ -22,12 +23,12 @@ TEXT = "The animal didn't cross the street because it was tired"
 # token text a page may show: the sentence, the sidebar's example sentences, the mask lab's sentences
 TOKENS = [TEXT, *PRESETS, "this is my car", "that is not", "I am sam"]
 CASES = {
-    "positional": ("app_pages/positional.py", {}, "pe_tab", pe_lab.PE_TAB_KEYS),
-    "masks": ("app_pages/masks.py", {}, "mask_tab", mask_lab.MASK_TAB_KEYS),
-    "steps-minilm": ("app_pages/steps.py", {}, "steps_tab", [f"steps.tab.{n}" for n in step_tabs("encoder", False)]),
-    "steps-decoder": ("app_pages/steps.py", {"model": "seq2seq-tiny", "block": "cross", "layer": 1}, "steps_tab",
+    "positional": (page_file("positional"), {}, "pe_tab", pe_lab.PE_TAB_KEYS),
+    "masks": (page_file("masks"), {}, "mask_tab", mask_lab.MASK_TAB_KEYS),
+    "steps-minilm": (page_file("steps"), {}, "steps_tab", [f"steps.tab.{n}" for n in step_tabs("encoder", False)]),
+    "steps-decoder": (page_file("steps"), {"model": "seq2seq-tiny", "block": "cross", "layer": 1}, "steps_tab",
                       [f"steps.tab.{n}" for n in step_tabs("cross", True)]),
-    "seq2seq": ("app_pages/seq2seq.py", {}, None, []),
+    "seq2seq": (page_file("seq2seq"), {}, None, []),
 }
 
 
@@ -53,7 +54,7 @@ def test_korean_page_has_no_english_only_text(case):
         at.run()
         assert_ok(at)
         texts += page_texts(at)
-    if page == "app_pages/seq2seq.py":  # the other controls' option labels, and the teacher-forcing view
+    if page == page_file("seq2seq"):  # the other controls' option labels, and the teacher-forcing view
         at.toggle(key="teacher_forcing").set_value(True).run()
         assert_ok(at)
         texts += page_texts(at)
@@ -71,7 +72,7 @@ def test_english_tab_labels_unchanged():
 
 @pytest.mark.slow
 def test_tab_survives_a_language_switch_and_a_bad_label_falls_back():
-    at = _page("app_pages/masks.py", lang="en")
+    at = _page(page_file("masks"), lang="en")
     at.session_state["mask_tab"] = mask_lab.MASK_TABS[1]
     at.run()
     at.sidebar.selectbox(key="lang").set_value("ko").run()
@@ -79,12 +80,12 @@ def test_tab_survives_a_language_switch_and_a_bad_label_falls_back():
     assert at.session_state["mask_tab"] == t(mask_lab.MASK_TAB_KEYS[1], "ko")
     assert at.text_input(key="mask_lookahead").label == t("masks.decoder_sentence", "ko")
     at.session_state["steps_tab"] = "no such tab"
-    at.switch_page("app_pages/steps.py").run()
+    at.switch_page(page_file("steps")).run()
     assert_ok(at)
     assert at.session_state["steps_tab"] == t("steps.tab.x", "ko")
 
 
-OWN = ["app_pages/positional.py", "app_pages/masks.py", "app_pages/steps.py", "app_pages/seq2seq.py", "ui/labs.py", "ui/pe_lab.py",
+OWN = [page_file("positional"), page_file("masks"), page_file("steps"), page_file("seq2seq"), "ui/labs.py", "ui/pe_lab.py",
        "ui/mask_lab.py", "ui/steps_page.py",
        "ui/seq2seq.py", "viz/positional.py", "viz/masks.py", "viz/seq2seq.py", "viz/steps.py", "viz/tour.py"]
 

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from model.data import TASKS, apply_task
 from model.examples import KOREAN_EXAMPLE_SENTENCES
+from ui.pages import page_file
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -80,7 +81,7 @@ def _page(page: str, **params) -> AppTest:
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_encoder_decoder_page_is_correct_on_korean(task):
-    at = _page("app_pages/seq2seq.py")
+    at = _page(page_file("seq2seq"))
     at.radio(key="task").set_value(task).run()
     assert_ok(at)
     code = " ".join(c.value for c in at.code)
@@ -91,11 +92,11 @@ def test_encoder_decoder_page_is_correct_on_korean(task):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page, state", [
-    ("app_pages/masks.py", {}),
-    ("app_pages/positional.py", {"pe_tab": "pe.tab.sentence"}),
-    ("app_pages/tour.py", {"model": "seq2seq-tiny"}),
-    ("app_pages/steps.py", {"model": "seq2seq-tiny", "block": "cross", "layer": "1"}),
-    ("app_pages/explorer.py", {"model": "seq2seq-tiny"}),
+    (page_file("masks"), {}),
+    (page_file("positional"), {"pe_tab": "pe.tab.sentence"}),
+    (page_file("tour"), {"model": "seq2seq-tiny"}),
+    (page_file("steps"), {"model": "seq2seq-tiny", "block": "cross", "layer": "1"}),
+    (page_file("explorer"), {"model": "seq2seq-tiny"}),
 ])
 def test_korean_sentence_on_the_pages_that_use_seq2seq_tiny(page, state):
     at = _page(page, **{"model": "seq2seq-tiny", **{k: v for k, v in state.items() if k != "pe_tab"}})

@@ -13,8 +13,10 @@ import pytest
 from apptest_support import assert_ok, charts, open_tab
 from streamlit.testing.v1 import AppTest
 
+from ui.pages import page_file
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGE = "app_pages/steps.py"
+PAGE = page_file("steps")
 ENCODER_TABS = ["6 · Add & Norm", "7 · Feed Forward", "8 · Add & Norm → layer output"]
 DECODER_TABS = ["6 · Add & Norm (after Masked self-attention)", "7 · Cross-attention → Add & Norm", "8 · Feed Forward",
                 "9 · Add & Norm → layer output"]

@@ -1,9 +1,6 @@
 """AppTest of the guided tour (app_pages/tour.py, ui/tour.py, ui/quiz.py): every step with Next on the brief's
 sentence, a hostile one and Korean text; the step in the URL (read, validated, written back); Korean interface;
-the three "predict, then reveal" questions.
-
-Until the tour is listed in ui/shell.PAGES, the test runs a scratch entrypoint (in tmp) that adds it to a copy of
-the page list with absolute paths, never touching ui/shell.py; once it is listed, app.py is used as is."""
+the three "predict, then reveal" questions."""
 
 from __future__ import annotations
 
@@ -15,34 +12,18 @@ import pytest
 from apptest_support import HOSTILE, assert_ok, charts
 from streamlit.testing.v1 import AppTest
 
-import ui.shell as shell
 from ui import quiz, tour
+from ui.pages import page_file
 
 ROOT = Path(__file__).resolve().parents[1]
-TOUR = "app_pages/tour.py"
+TOUR = page_file("tour")
 BRIEF = "The animal didn't cross the street because it was tired"
-LISTED = any(p == TOUR for p, *_ in shell.PAGES)
-SCRATCH = f'''import sys
-sys.path.insert(0, {str(ROOT)!r})
-import ui.shell as sh
-original = sh.PAGES  # restored after the run: other tests in this process see the real list
-sh.PAGES = [(p if p.startswith("/") else {str(ROOT)!r} + "/" + p, *rest) for p, *rest in original] + [
-    ({str(ROOT / TOUR)!r}, "Guided tour", "🧭", False)]
-try:
-    sh.run()
-finally:
-    sh.PAGES = original
-'''
 
 
 @pytest.fixture(scope="module")
-def entry(tmp_path_factory) -> tuple[str, str]:
+def entry() -> tuple[str, str]:
     """(entrypoint, path to pass to switch_page)."""
-    if LISTED:
-        return str(ROOT / "app.py"), TOUR
-    app = tmp_path_factory.mktemp("tourapp") / "app.py"
-    app.write_text(SCRATCH, encoding="utf-8")
-    return str(app), str(ROOT / TOUR)
+    return str(ROOT / "app.py"), TOUR
 
 
 def _open(entry, **params) -> AppTest:

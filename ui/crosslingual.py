@@ -10,9 +10,10 @@ from i18n import error_message, t
 from model.errors import InputError
 from viz import crosslingual as vx
 
-from . import cache
+from . import runs
 from .readable import MULTILINGUAL
-from .state import View, available_models, md_escape
+from .state import available_models
+from .view import View, md_escape
 from .widgets import Export, chart, rename_columns
 
 URL = dict(bind="query-params")
@@ -33,8 +34,7 @@ def crosslingual(view: View) -> None:
     qb = cb.text_input(t("e5.xl.query", lg), xl.DEFAULT_KO[1], key="xl_qb", **URL)
     kb = cb.text_input(t("e5.xl.target", lg), xl.DEFAULT_KO[2], key="xl_kb", **URL)
     try:
-        r = cache.cached(("crosslingual", name, view.device, a, qa, ka, b, qb, kb),
-                         lambda: xl.compare(cache.get_model(name, view.device), (a, qa, ka), (b, qb, kb)))
+        r = runs.crosslingual(name, view.device, (a, qa, ka), (b, qb, kb))
     except InputError as exc:
         st.info(md_escape(error_message(exc, lg)))
         return

@@ -1,5 +1,5 @@
 """Streamlit side of the Attention explorer: the option row and the five sections (one head, all heads, token
-view, head metrics, data). Numbers come from ui.cache (analysis package), figures from viz.attention / viz.heatmap.
+view, head metrics, data). Numbers come from ui.runs (analysis package), figures from viz.attention / viz.heatmap.
 Only the open tab is built and sent (lazy tabs), and downloads are made only when clicked. Every string is in the
 catalogue (i18n/*.explorer.json, keys ex.*) in English and Korean. The quiz switch ("predict, then reveal", ui/quiz.py,
 shared with the tour) hides the One head heatmap behind "where will this token attend?" and the All heads grid
@@ -22,8 +22,9 @@ from viz.export import matrix_csv
 from viz.heatmap import heatmap
 from viz.theme import esc
 
-from . import cache, quiz
-from .state import K_HEAD, K_LAYER, View, md_escape, safe_callback
+from . import quiz, runs
+from .state import safe_callback
+from .view import K_HEAD, K_LAYER, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
 TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]
@@ -147,14 +148,14 @@ def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
             st.info(t("ex.quiz_encoder", lg))
         elif not quiz.prev_head_question(view, view.layer, lg):
             return
-    metrics = cache.block_metrics(view.model_name, view.device, view.text, view.block)
+    metrics = runs.block_metrics(view.model_name, view.device, view.text, view.block)
     colours = {"thumbs": t("ex.thumbs", lg), **metric_labels(lg)}
     colour = st.selectbox(t("ex.colour_by", lg), list(colours), format_func=colours.get, key=K_COLOUR,
                           persist_state="session")
     metric = metrics[colour] if colour != "thumbs" else None
     L, H = (d.att.shape[0], d.att.shape[1]) if metric is None else metric.shape
     sel = (view.layer, view.head if (mode == "head" or metric is not None) else 0)
-    thumbs = cache.thumbnails(view.model_name, view.device, view.text, view.block, mode, *opts) if metric is None \
+    thumbs = runs.thumbnails(view.model_name, view.device, view.text, view.block, mode, *opts) if metric is None \
         else None
     fig = grid_figure(d.att, sel, lecture=view.lecture, metric=metric, metric_label=colours[colour], thumbs=thumbs,
                       head_names=head_names(d, mode, lg) if metric is None and mode != "head" else None,
@@ -169,7 +170,7 @@ def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
         d.att, title=name, subtitle=view.text, metric=metric, metric_label=colours[colour], lang=lg)),
         on_select=_select_from_grid, selection_mode="points",
         config={"modeBarButtonsToRemove": ["select2d", "lasso2d"]})
-    st.caption(t("ex.all.caption_thumbs", lg, size=cache.THUMB) if metric is None else t("ex.all.caption_metric", lg))
+    st.caption(t("ex.all.caption_thumbs", lg, size=runs.THUMB) if metric is None else t("ex.all.caption_metric", lg))
 
 
 def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
@@ -216,7 +217,7 @@ def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en") -> tuple[np.
 
 def metrics_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     lg = view.lang
-    metrics = cache.block_metrics(view.model_name, view.device, view.text, view.block)
+    metrics = runs.block_metrics(view.model_name, view.device, view.text, view.block)
     rows = rename_columns(am.metrics_rows(metrics), lg)
     st.dataframe(rows, hide_index=True, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
     st.caption(t("ex.metrics.caption", lg))
@@ -281,7 +282,7 @@ def next_token_panel(view: View) -> None:
         n += NEXT_MORE
     if c3.button(t("ex.next.clear", lg), key="ex_next_clear", disabled=n == 0):
         n = 0
-    steps = cache.greedy_continuation(view.model_name, view.device, view.text, min(n, NEXT_MAX))
+    steps = runs.greedy_continuation(view.model_name, view.device, view.text, min(n, NEXT_MAX))
     st.session_state[key] = (here, len(steps))
     if not steps:
         st.caption(t("ex.next.none_yet", lg))

@@ -1,5 +1,5 @@
 """Streamlit side of the Head lab: minimal pairs, head surgery, value-weighted norms and attention flow, the logit
-lens and the head atlas. Numbers come from ui.cache (analysis.heads / flow / atlas, all through the model's own
+lens and the head atlas. Numbers come from ui.runs (analysis.heads / flow / atlas, all through the model's own
 forward), figures from viz/heads.py. The pair, the chosen heads and the tab are in the URL (widgets bound to
 query parameters)."""
 
@@ -16,9 +16,10 @@ from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
 
-from . import cache
+from . import runs
 from .readable import MULTILINGUAL
-from .state import K_MODEL, View, available_models, md_escape, safe_callback
+from .state import available_models, safe_callback
+from .view import K_MODEL, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]
@@ -100,7 +101,7 @@ def minimal_pairs(view: View) -> None:
     w2 = c2.text_input(t("heads.pairs.c2", lg), ah.PRESET_CANDIDATES[1], key="hl_c2", **URL)
     spec = lambda s: int(s) if s.strip().isdigit() else s  # noqa: E731 - a position or a word
     try:
-        pair = cache.minimal_pair(view.model_name, view.device, a, b, spec(query), spec(w1), spec(w2))
+        pair = runs.minimal_pair(view.model_name, view.device, a, b, spec(query), spec(w1), spec(w2))
     except InputError as exc:
         input_error(exc, lg)
         return
@@ -134,7 +135,7 @@ def surgery(view: View) -> None:
     if view.model.config.is_encoder_decoder:
         task = (st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
                          format_func=lambda x: task_label(x, lg)) if has_tasks(view) else None)
-        effect = cache.decoder_effect(view.model_name, view.device, view.text, picked, mode, task)
+        effect = runs.decoder_effect(view.model_name, view.device, view.text, picked, mode, task)
         st.code(t("heads.surgery.outputs", lg, before=" ".join(effect.output_before),
                   after=" ".join(effect.output_after)), language=None)
         if task is None:  # a model without tasks (a local BART / Marian): does the greedy output change?
@@ -153,7 +154,7 @@ def surgery(view: View) -> None:
         return
     if view.model.kind == "decoder":  # GPT-2: the next-token distribution and the greedy continuation first
         next_token_surgery(view, picked, mode)
-    effect = cache.encoder_effect(view.model_name, view.device, view.text, picked, mode)
+    effect = runs.encoder_effect(view.model_name, view.device, view.text, picked, mode)
     chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg), "hl_tokens", Export(
         effect.token_change[None], ["1 - cos"], list(effect.tokens),
         t("heads.surgery.token_change", lg, model=view.model_name), view.text, "head-surgery-token-change"))
@@ -165,7 +166,7 @@ def surgery(view: View) -> None:
                                    f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
                                    f"head-surgery-{key[3:]}"))
     if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
-        grid = cache.rank_heads(view.model_name, view.device, view.text, mode)
+        grid = runs.rank_heads(view.model_name, view.device, view.text, mode)
         chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
             grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
@@ -175,7 +176,7 @@ def surgery(view: View) -> None:
 def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
     """A decoder-only model's next token after the sentence and its greedy continuation, before and after."""
     lg = view.lang
-    effect = cache.next_token_effect(view.model_name, view.device, view.text, picked, mode)
+    effect = runs.next_token_effect(view.model_name, view.device, view.text, picked, mode)
     st.code(t("heads.surgery.outputs", lg, before=effect.text_before, after=effect.text_after), language=None)
     same = effect.output_before == effect.output_after
     (st.success if same else st.warning)(t("heads.surgery.next_same" if same else "heads.surgery.next_changed", lg))
@@ -190,7 +191,7 @@ def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
 def beyond_weights(view: View) -> None:
     lg = view.lang
     where = layer_head(view.layer, view.head, lg)
-    vn = cache.value_norms(view.model_name, view.device, view.text)
+    vn = runs.value_norms(view.model_name, view.device, view.text)
     st.caption(t("heads.note.norms", lg))
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
     for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
@@ -204,7 +205,7 @@ def beyond_weights(view: View) -> None:
         [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
         view.text, "special-shares"))
     try:
-        fr = cache.attention_flow(view.model_name, view.device, view.text, view.token)
+        fr = runs.attention_flow(view.model_name, view.device, view.text, view.token)
     except InputError as exc:
         input_error(exc, lg)
     else:
@@ -214,11 +215,11 @@ def beyond_weights(view: View) -> None:
         st.caption(t("heads.note.flow", lg))
     if view.model.config.is_encoder_decoder or view.model.kind == "decoder":
         if view.model.kind == "decoder":  # GPT-2: every layer read at the sentence's last position
-            lens = cache.text_logit_lens(view.model_name, view.device, view.text)
+            lens = runs.text_logit_lens(view.model_name, view.device, view.text)
         else:
             task = (st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_lens_task",
                              format_func=lambda x: task_label(x, lg)) if has_tasks(view) else None)
-            lens = cache.logit_lens(view.device, view.text, task,
+            lens = runs.logit_lens(view.device, view.text, task,
                                     int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")),
                                     view.model_name)
         chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
@@ -231,7 +232,7 @@ def beyond_weights(view: View) -> None:
 
 def atlas(view: View) -> None:
     lg = view.lang
-    at = cache.head_atlas(view.model_name, view.device,
+    at = runs.head_atlas(view.model_name, view.device,
                           **({"task": "copy"} if has_tasks(view) else {}))
     idx = at.top_label_index().astype(float)
     chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_atlas", Export(

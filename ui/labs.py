@@ -9,7 +9,8 @@ from analysis.masks import stage_checks
 from i18n import LANGS, t
 from viz import masks as vm
 
-from .state import View, safe_callback
+from .state import safe_callback
+from .view import View
 from .widgets import Export, chart
 
 

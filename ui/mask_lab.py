@@ -8,9 +8,9 @@ from analysis.masks import decoder_stages, example_masks, padded_stages
 from i18n import t
 from viz import masks as vm
 
-from . import cache
+from . import runs, store
 from .labs import draw_stages, set_state
-from .state import View
+from .view import View
 from .widgets import Export, chart, layer_head
 
 MASK_EXAMPLES = ["padding", "causal", "combined"]  # catalogue "masks.example.<name>"
@@ -43,7 +43,7 @@ def padding_section(view: View) -> None:
     second = b2.text_input(t("masks.second", lg), key="mask_second", persist_state="session")
     if view.model.kind == "decoder" and view.trace is not None:  # GPT-2: no padded batch; its own causal mask
         st.info(t("masks.decoder_only", lg, model=view.model_name))
-        steps = cache.attention_steps(view.model_name, view.device, view.text, "decoder_self", view.layer, view.head)
+        steps = runs.attention_steps(view.model_name, view.device, view.text, "decoder_self", view.layer, view.head)
         toks = view.trace.source_tokens
         draw_stages(view, "mask-causal", steps, toks,
                     f"{view.model_name} · {layer_head(view.layer, view.head, lg)}", " ".join(toks))
@@ -52,7 +52,7 @@ def padding_section(view: View) -> None:
     else:
         layer = min(view.layer, view.model.config.n_encoder_layers - 1)
         head = min(view.head, view.model.n_heads("encoder") - 1)  # the sidebar's head may be a decoder block's
-        run = cache.padded_run(view.model_name, view.device, view.text, second, layer)
+        run = runs.padded_run(view.model_name, view.device, view.text, second, layer)
         st.plotly_chart(vm.batch_mask_heatmap(run.tokens, run.mask, lecture=view.lecture, lang=lg), key="mask_batch")
         row = st.radio(t("masks.show_sentence", lg), [0, 1], index=1, horizontal=True, key="mask_row",
                        persist_state="session", format_func=lambda i: t(
@@ -77,11 +77,11 @@ def look_ahead_section(view: View) -> None:
         return
     draw_mask_examples(view, words, sentence)
     st.subheader(t("masks.real_decoder", lg))
-    encdec, note = cache.lab_encoder_decoder(view.device)
+    encdec, note = store.lab_encoder_decoder(view.device)
     if note:
         st.caption(note)
     layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.n_heads("decoder_self") - 1)
-    dec = cache.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
+    dec = runs.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
     st.caption(t("masks.decoder_caption", lg, model=encdec.name, source=" ".join(dec.source_tokens),
                  tokens=" ".join(dec.tokens), layer=layer, head=head, n_layers=encdec.config.n_decoder_layers,
                  n_heads=encdec.n_heads("decoder_self")))

@@ -10,9 +10,9 @@ from model.errors import HeadlightError
 from viz import positional as vp
 from viz.heatmap import pooling_note
 
-from . import cache
+from . import runs, store
 from .labs import lazy_tabs
-from .state import View
+from .view import View
 from .widgets import Export, chart
 
 PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]  # catalogue keys of the lab's lazy tabs
@@ -37,7 +37,7 @@ def embedding_labels(kind: str, lang: str) -> dict[str, str]:
 def sentence_parts(view: View) -> None:
     """X, PE and X + PE of the sidebar's sentence in MiniLM (learned positions) and in the labs' encoder-decoder
     (sinusoidal), one tab each."""
-    encdec, note = cache.lab_encoder_decoder(view.device)
+    encdec, note = store.lab_encoder_decoder(view.device)
     lg = view.lang
     tabs = lazy_tabs(["pe.parts.learned", "pe.parts.sinusoidal"], "pe_parts_tab", lg, model=encdec.name)
     for tab, name, kind in zip(tabs, ["minilm-l6", encdec.name], ["learned", "sinusoidal"]):
@@ -45,7 +45,7 @@ def sentence_parts(view: View) -> None:
             continue
         with tab:
             try:
-                tokens, parts = cache.embedding_parts(name, view.device, view.text)
+                tokens, parts = runs.embedding_parts(name, view.device, view.text)
             except HeadlightError as exc:
                 st.info(error_message(exc, lg))
                 continue
@@ -67,7 +67,7 @@ def pe_table_section(view: View) -> None:
     c1, c2 = st.columns(2)
     n = c1.slider(t("pe.positions", lg), 1, MAX_POSITIONS, 50, key="pe_n", persist_state="session")
     d = c2.slider(t("pe.d_model", lg), 2, MAX_D_MODEL, 128, step=2, key="pe_d", persist_state="session")
-    pe = cache.pe_table(n, d)
+    pe = runs.pe_table(n, d)
     title = t("pe.export.table", lg, n=n, d=d)
     chart(vp.pe_heatmap(pe, lecture=lecture, lang=lg), "pe_heat",
           pe_export(pe, title, t("pe.axis.dim", lg), lg, filename=t("pe.export.table", "en", n=n, d=d),
@@ -84,7 +84,7 @@ def pe_table_section(view: View) -> None:
 
     st.subheader(t("pe.similarity", lg))
     cosine = st.toggle(t("pe.cosine", lg), key="pe_cosine", persist_state="session")
-    sim = cache.pe_similarity(n, d, cosine)
+    sim = runs.pe_similarity(n, d, cosine)
     kind = "cosine" if cosine else "dot"
     chart(vp.similarity_heatmap(sim, title=f"PE · PEᵀ ({n} × {n})", cosine=cosine, lecture=lecture, lang=lg), "pe_sim",
           pe_export(sim, t(f"pe.export.similarity_{kind}", lg), t("pe.axis.position", lg), lg,
@@ -96,9 +96,9 @@ def learned_vs_fixed(view: View) -> None:
     """MiniLM's 512 learned position rows beside the sinusoidal table, with their cosine similarities."""
     lg = view.lang
     st.subheader(t("pe.learned_title", lg))
-    learned, learned_sim = cache.learned_positions(view.device)
-    for col, mat, s, name in zip(st.columns(2), (learned, cache.pe_table(512, learned.shape[1])),
-                                 (learned_sim, cache.pe_similarity(512, learned.shape[1], True)),
+    learned, learned_sim = runs.learned_positions(view.device)
+    for col, mat, s, name in zip(st.columns(2), (learned, runs.pe_table(512, learned.shape[1])),
+                                 (learned_sim, runs.pe_similarity(512, learned.shape[1], True)),
                                  ("learned", "sinusoidal")):
         label, en = t(f"pe.kind.{name}", lg), t(f"pe.kind.{name}", "en")
         with col:

@@ -8,7 +8,7 @@ running score. Three kinds of question, on any sentence:
 
 Each returns True once revealed, so the caller draws the figure that gives the answer away only then. A question's
 widgets are keyed by a hash of what it asks about (sentence, model, layer, head, token, step): a new sentence is a
-new question. The numbers come from ui.cache (the model's own attention, analysis.metrics' head metrics,
+new question. The numbers come from ui.runs (the model's own attention, analysis.metrics' head metrics,
 analysis.decoding); nothing is recomputed here but ranks.
 """
 
@@ -23,8 +23,8 @@ from analysis.decoding import DecodingRun
 from i18n import t
 from viz import tour as vt
 
-from . import cache
-from .state import View, md_escape
+from . import runs
+from .view import View, md_escape
 
 SCORE = "quiz_score"  # {"asked": int, "right": int}
 MAX_PILLS = 40  # more options than this: a selectbox instead of pills
@@ -118,7 +118,7 @@ def attend_question(view: View, layer: int, head: int, weights: np.ndarray, rows
 
 def prev_head_question(view: View, layer: int, lg: str) -> bool:
     """(b) Which head of this layer puts the most weight on the previous token? (analysis.metrics' "prev")."""
-    prev = np.asarray(cache.block_metrics(view.model_name, view.device, view.text, "encoder")["prev"][layer])
+    prev = np.asarray(runs.block_metrics(view.model_name, view.device, view.text, "encoder")["prev"][layer])
     if not np.isfinite(prev).all():
         st.caption(t("quiz.prev.none", lg))
         return True

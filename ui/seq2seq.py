@@ -11,7 +11,7 @@ from model import get_spec
 from model.data import TASKS
 from viz import seq2seq as vs
 
-from .state import View, md_escape
+from .view import View, md_escape
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"

@@ -1,12 +1,14 @@
-"""The app shell: page config, navigation, the shared sidebar (drawn once per run, before the page, as Streamlit
-recommends for widgets shared across pages), the error boundary, and the View handed to the page.
+"""The app shell: page config, navigation (the pages of ui/pages.py), the shared sidebar (drawn once per run, before
+the page, as Streamlit recommends for widgets shared across pages), the error boundary, and the View handed to the
+page.
 
     app.py:            ui.shell.run()
     app_pages/x.py:    view = ui.shell.current_view()
 
-Pages live in app_pages/, not pages/: a folder named pages/ beside the entrypoint is Streamlit's legacy
-multipage mechanism, which is active in a fresh server process until some session has run st.navigation; a
-direct link opened in that window ran the page without this shell (see README, "Why app_pages/").
+The sidebar in three parts: `read_controls` draws the controls a user sets (language, examples, sentence, model,
+device, lecture) and the model and trace are loaded; `ui.view.resolve` (pure) makes the View: block, layer, head and
+token clamped to the model, the link's values checked, the notices; then the pickers (block, layer, head, token) are
+drawn with the resolved values, the URL is written, and `draw_notices` shows the notices above the page.
 
 Error boundary: any unexpected exception on a page becomes a short st.error, never a traceback; HeadlightError
 messages (meant for users) are shown as they are. Streamlit's own control flow (st.stop, st.rerun) derives from
@@ -17,75 +19,47 @@ from __future__ import annotations
 
 import base64
 import contextvars
-import ctypes
 import logging
-import os
 import time
 from pathlib import Path
 
 import pandas  # noqa: F401 - imported once here: plotly imports it lazily, and two sessions doing that at once crashed
 import streamlit as st
-import torch
 
-from analysis.explore import default_token
 from i18n import LANG_NAMES, LANGS, catalogue, error_message, t
 from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import cache, readable, share
+from . import readable, runs, share, store
 from . import state as s
-from .state import View
+from .pages import BY_NAME, PAGES
+from .view import (
+    K_BLOCK,
+    K_DEVICE,
+    K_HEAD,
+    K_LANG,
+    K_LAYER,
+    K_LECTURE,
+    K_MODEL,
+    K_PRESET,
+    K_TEXT,
+    K_TOKEN,
+    Controls,
+    Resolution,
+    View,
+    resolve,
+)
 from .widgets import session_lang
 
-PAGES = [  # (file, title, icon, default)
-    ("app_pages/explorer.py", "Attention explorer", ":material/grid_on:", True),
-    ("app_pages/positional.py", "Positional-encoding lab", ":material/waves:", False),
-    ("app_pages/masks.py", "Mask lab", ":material/visibility_off:", False),
-    ("app_pages/steps.py", "Step by step", ":material/functions:", False),
-    ("app_pages/seq2seq.py", "Encoder-decoder decoding", ":material/translate:", False),
-    ("app_pages/heads.py", "Head lab", ":material/science:", False),
-    ("app_pages/tour.py", "Guided tour", ":material/school:", False),
-]
 # the favicon is the app's own PNG as a data: URL (no request at all): a :material/: page icon makes the browser fetch
 # it from a CDN (the menu's material icons use the font bundled with Streamlit), and an emoji needs an emoji font the
 # machine may lack. Made once: Streamlit passes a data: URL through, while a file path was read, decoded and
 # registered with its media file manager on every script run (~5 % of a warm explorer run's server CPU, py-spy).
 PAGE_ICON = "data:image/png;base64," + base64.b64encode(
     (Path(__file__).resolve().parents[1] / "assets" / "icon.png").read_bytes()).decode("ascii")
-TITLED = {"explorer", "positional", "masks", "steps", "seq2seq", "tour"}  # page titles in the catalogue (page.<stem>)
-TITLE_KEYS = {"heads": "heads.page"}  # page titles in a catalogue part
 _VIEW: contextvars.ContextVar[View] = contextvars.ContextVar("headlight_view")
 RUN_MS_KEY = "_hl_run_ms"  # server-side ms of this session's last page run (read by bench/bench_app.py)
-
-
-_CONFIGURED: list[bool] = []
-
-
-def configure_process() -> None:
-    """Once per process: torch intra-op threads (Streamlit serves each session from its own thread; OpenMP threads
-    of concurrent runs oversubscribe the CPU: measured on 2 busy cores, the default sentence took 15 ms with 1 thread
-    and 600-900 ms with 2; override with HEADLIGHT_TORCH_THREADS), and glibc's allocator told to give large freed
-    buffers back to the system (below)."""
-    threads = os.environ.get("HEADLIGHT_TORCH_THREADS", "1")
-    if threads.isdigit() and int(threads) > 0 and torch.get_num_threads() != int(threads):
-        torch.set_num_threads(int(threads))
-    if not _CONFIGURED:
-        _CONFIGURED.append(return_freed_memory())
-
-
-def return_freed_memory() -> bool:
-    """glibc only (a no-op elsewhere): allocations of 1 MiB and more are mmap'd, so freeing them returns the memory
-    (glibc's dynamic threshold otherwise rises to 32 MiB after the first large free, and attention maps of 12.6 MB
-    then stay in the heap), and at most 2 malloc arenas for the many session threads. Measured with 48 students
-    opening distinct 512-token texts at once: peak RSS 2.3 GB without, 1.36 GB with (budget 1 GB + models 0.48 GB).
-    The same can be set before start with MALLOC_MMAP_THRESHOLD_ / MALLOC_ARENA_MAX, which `make run` does."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)) and bool(libc.mallopt(M_ARENA_MAX, 2))
-    except (OSError, AttributeError):
-        return False
 
 
 def current_view() -> View:
@@ -94,18 +68,17 @@ def current_view() -> View:
 
 
 def run() -> None:
-    configure_process()
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
     lang = session_lang()
-    page = st.navigation([st.Page(path, title=page_title(path, title, lang), icon=icon, default=default)
-                          for path, title, icon, default in PAGES])
+    page = st.navigation([st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default)
+                          for p in PAGES])
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
         # process's working set (48 students opening 512-token texts at once took it to 4-17 GB); Python's GIL and
         # the one torch thread per run mean more concurrent runs would not be faster
         prefetch_trace(page.url_path)
-        with cache.compute_slot():
+        with store.compute_slot():
             view = sidebar(page.url_path)
             token = _VIEW.set(view)
             try:
@@ -120,12 +93,9 @@ def run() -> None:
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
 
 
-def page_title(path: str, title: str, lang: str) -> str:
-    """A page's title in the interface language (the English title when the catalogue has none)."""
-    stem = Path(path).stem
-    if stem in TITLED:
-        return t(f"page.{stem}", lang)
-    return t(TITLE_KEYS[stem], lang) if stem in TITLE_KEYS else title
+def own_model(page: str) -> bool:
+    """Whether the page at this url path runs its own model (no sidebar trace)."""
+    return page in BY_NAME and BY_NAME[page].own_model
 
 
 def model_label(name: str, lang: str) -> str:
@@ -135,32 +105,29 @@ def model_label(name: str, lang: str) -> str:
     return t(key, lang) if key in catalogue(lang) else get_spec(name).label
 
 
-OWN_MODEL_PAGES = {"seq2seq"}  # pages that run their own model (seq2seq-tiny), whatever the sidebar's model
-
-
 def settle_state() -> None:
     """The session's text, model and device before any widget is drawn: from the link on a session's first run,
     then from the widgets; unknown values fall back to the defaults."""
     ss = st.session_state
     if not ss.get(s.URL_DONE):
         s.read_url()
-    ss.setdefault(s.K_TEXT, DEFAULT_TEXT)
-    if ss.get(s.K_MODEL) not in s.available_models():
-        ss[s.K_MODEL] = DEFAULT_MODEL
-    if ss.get(s.K_DEVICE) not in s.device_choices():
-        ss[s.K_DEVICE] = "auto"
+    ss.setdefault(K_TEXT, DEFAULT_TEXT)
+    if ss.get(K_MODEL) not in s.available_models():
+        ss[K_MODEL] = DEFAULT_MODEL
+    if ss.get(K_DEVICE) not in s.device_choices():
+        ss[K_DEVICE] = "auto"
 
 
 def prefetch_trace(page: str) -> None:
     """The sidebar's trace of a short sentence, computed before this run waits for a compute slot: the sessions of
-    a lecture hall that wait at once have their sentences run through the model together (cache.prefetch_trace, one
+    a lecture hall that wait at once have their sentences run through the model together (runs.prefetch_trace, one
     padded forward). Whatever goes wrong here is met again, and shown, by the sidebar."""
-    if page in OWN_MODEL_PAGES:
+    if own_model(page):
         return
     settle_state()
     ss = st.session_state
     try:
-        cache.prefetch_trace(ss[s.K_MODEL], str(resolve_device(ss[s.K_DEVICE])), ss[s.K_TEXT])
+        runs.prefetch_trace(ss[K_MODEL], str(resolve_device(ss[K_DEVICE])), ss[K_TEXT])
     except HeadlightError:
         pass
 
@@ -170,99 +137,97 @@ def sidebar(page: str = "") -> View:
     of the page that runs next."""
     ss = st.session_state
     settle_state()
-    models = s.available_models()
-    ss.setdefault(s.K_LECTURE, False)
     url_notices: list[str] = ss.setdefault(s.URL_NOTICES, [])  # kept until the user changes a control
-    notices: list[str] = []  # this run only
-    if ss.get(s.CALLBACK_ERROR):
-        notices.append(ss.pop(s.CALLBACK_ERROR))
+    notices: list[str] = [ss.pop(s.CALLBACK_ERROR)] if ss.get(s.CALLBACK_ERROR) else []  # this run only
     pending: dict = ss.setdefault(s.PENDING, {})
+    lang, text, lecture = read_controls()
+    controls, model, trace = load(lang, text, lecture, page, notices)
+    res = resolve(controls, model, trace, kind=get_spec(controls.model_name).kind, session=ss, pending=pending,
+                  kept=url_notices, notices=notices)
+    for key in res.used:
+        pending.pop(key, None)
+    url_notices.extend(res.url_notices)
+    for key, value in res.writes.items():
+        ss[key] = value
+    view = res.view
+    draw_pickers(res, lang)
+    s.write_url(view)
+    share.share_button(st.sidebar, lang)  # after the URL is written: the code holds this run's view
+    draw_notices(view, page)
+    return view
 
+
+def read_controls() -> tuple[str, str, bool]:
+    """The sidebar's first controls, drawn: (language, sentence, lecture mode); the model and device pickers and
+    the examples act through the session state."""
+    ss = st.session_state
+    ss.setdefault(K_LECTURE, False)
     sb = st.sidebar
     on = dict(on_change=s.clear_url_notices)
-    ss.setdefault(s.K_LANG, "en")
-    lang = sb.selectbox(t("sidebar.lang", ss[s.K_LANG]), LANGS, key=s.K_LANG, format_func=LANG_NAMES.get, **on)
-    sb.selectbox(t("sidebar.examples", lang), s.PRESETS, index=None, key=s.K_PRESET, on_change=s.apply_preset,
+    ss.setdefault(K_LANG, "en")
+    lang = sb.selectbox(t("sidebar.lang", ss[K_LANG]), LANGS, key=K_LANG, format_func=LANG_NAMES.get, **on)
+    sb.selectbox(t("sidebar.examples", lang), s.PRESETS, index=None, key=K_PRESET, on_change=s.apply_preset,
                  placeholder=t("sidebar.examples_placeholder", lang))
-    text = sb.text_area(t("sidebar.sentence", lang), key=s.K_TEXT, max_chars=s.MAX_TEXT_CHARS, height=110, **on,
+    text = sb.text_area(t("sidebar.sentence", lang), key=K_TEXT, max_chars=s.MAX_TEXT_CHARS, height=110, **on,
                         help=t("sidebar.sentence_help", lang))
-    sb.selectbox(t("sidebar.model", lang), models, key=s.K_MODEL, format_func=lambda n: model_label(n, lang), **on,
-                 help=t("sidebar.model_help", lang))
-    sb.selectbox(t("sidebar.device", lang), s.device_choices(), key=s.K_DEVICE, **on,
+    sb.selectbox(t("sidebar.model", lang), s.available_models(), key=K_MODEL,
+                 format_func=lambda n: model_label(n, lang), **on, help=t("sidebar.model_help", lang))
+    sb.selectbox(t("sidebar.device", lang), s.device_choices(), key=K_DEVICE, **on,
                  format_func=lambda d: t("shell.device_auto", lang) if d == "auto" else d,
                  help=t("sidebar.device_help", lang))
-    lecture = sb.toggle(t("sidebar.lecture", lang), key=s.K_LECTURE, help=t("sidebar.lecture_help", lang))
+    lecture = sb.toggle(t("sidebar.lecture", lang), key=K_LECTURE, help=t("sidebar.lecture_help", lang))
+    return lang, text, lecture
 
+
+def load(lang: str, text: str, lecture: bool, page: str, notices: list[str]) -> tuple[Controls, object, object]:
+    """(controls, model, trace): the device resolved, the chosen model loaded (or the default one, with a notice),
+    and the sidebar's trace of the text (None without text, on an error, with a notice, or on a page that runs its
+    own model). Notices of this run are added to `notices`."""
+    ss = st.session_state
     try:
-        device = str(resolve_device(ss[s.K_DEVICE]))
+        device = str(resolve_device(ss[K_DEVICE]))
     except HeadlightError as exc:
         notices.append(error_message(exc, lang))
         device = "cpu"
-    model_name, model = cache.model_or_default(ss[s.K_MODEL], device, notices)
-    if model_name != ss[s.K_MODEL]:
-        ss[s.K_MODEL] = model_name
-    view = View(text=text, model_name=model_name, device=device, lecture=lecture, model=model, notices=notices,
-                lang=lang)
-    spec = get_spec(model_name)
-    if not spec.trained:
-        sb.caption(":material/warning: " + t("sidebar.untrained", lang))
-
-    if text.strip() and page not in OWN_MODEL_PAGES:  # a page with its own model does not read the sidebar's trace
+    model_name, model = store.model_or_default(ss[K_MODEL], device, notices)
+    if model_name != ss[K_MODEL]:
+        ss[K_MODEL] = model_name
+    trace = None
+    if text.strip() and not own_model(page):  # a page with its own model does not read the sidebar's trace
         try:
-            view.trace = cache.get_trace(model_name, device, text)
+            trace = runs.get_trace(model_name, device, text)
         except HeadlightError as exc:
             notices.append(error_message(exc, lang))
-    if view.trace is not None and view.trace.truncated:
-        notices.append(t("shell.truncated", lang, n=view.trace.n_tokens_untruncated,
-                         shown=len(view.trace.source_tokens)))
+    return Controls(text=text, model_name=model_name, device=device, lecture=lecture, lang=lang), model, trace
 
-    # block (encoder-decoder only), then layer / head / token, clamped to this model
-    blocks = view.trace.blocks if view.trace is not None else {
-        "encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}.get(spec.kind, ["encoder"])
-    if s.K_BLOCK in pending:
-        raw = pending.pop(s.K_BLOCK)
-        if raw not in blocks:
-            url_notices.append(t("shell.url.block", lang, value=s.show_value(raw), model=model_name))
-            raw = blocks[0]
-        ss[s.K_BLOCK] = raw
-    view.block = blocks[0]  # the only block of an encoder-only or a decoder-only model
-    if len(blocks) > 1:
-        if ss.get(s.K_BLOCK) not in blocks:
-            ss[s.K_BLOCK] = "encoder"
-        view.block = sb.radio(t("sidebar.block", lang), blocks, key=s.K_BLOCK, format_func=lambda b: t(f"block.{b}", lang),
-                              **on)
-    n_layers, n_heads = s.block_layers(model, view.block), model.n_heads(view.block)
-    s.clamp_choice(s.K_LAYER, n_layers, "layer", url_notices, pending)
-    s.clamp_choice(s.K_HEAD, n_heads, "head", url_notices, pending)
+
+def draw_pickers(res: Resolution, lang: str) -> None:
+    """The untrained-model caption, then block (an encoder-decoder's only), layer, head and token, on the values
+    `resolve` chose (already in the session state)."""
+    view, sb = res.view, st.sidebar
+    on = dict(on_change=s.clear_url_notices)
+    if not get_spec(view.model_name).trained:
+        sb.caption(":material/warning: " + t("sidebar.untrained", lang))
+    if len(res.blocks) > 1:
+        sb.radio(t("sidebar.block", lang), res.blocks, key=K_BLOCK, format_func=lambda b: t(f"block.{b}", lang), **on)
     c1, c2 = sb.columns(2)
-    view.layer = c1.selectbox(t("sidebar.layer", lang), list(range(n_layers)), key=s.K_LAYER,
-                              format_func=lambda i: t("sidebar.layer_n", lang, i=i), **on)
-    view.head = c2.selectbox(t("sidebar.head", lang), list(range(n_heads)), key=s.K_HEAD,
-                             format_func=lambda i: t("sidebar.head_n", lang, i=i), **on)
-
+    c1.selectbox(t("sidebar.layer", lang), list(range(view.n_layers)), key=K_LAYER,
+                 format_func=lambda i: t("sidebar.layer_n", lang, i=i), **on)
+    c2.selectbox(t("sidebar.head", lang), list(range(view.n_heads)), key=K_HEAD,
+                 format_func=lambda i: t("sidebar.head_n", lang, i=i), **on)
     if view.trace is not None:
         rows, _ = view.trace.axis_tokens(view.block)
-        trace_key = (model_name, text, view.block)
-        fresh = ss.get(s.TRACE_KEY) is not None and ss.get(s.TRACE_KEY) != trace_key
-        ss[s.TRACE_KEY] = trace_key
-        first = default_token(rows)
-        if (fresh or s.K_TOKEN not in ss) and s.K_TOKEN not in pending:
-            ss[s.K_TOKEN] = first
-        s.clamp_choice(s.K_TOKEN, len(rows), "token", url_notices, pending, default=first)
-        view.token = sb.selectbox(t("sidebar.token", lang), list(range(len(rows))), key=s.K_TOKEN,
-                                  format_func=lambda i: f"{i}: {rows[i]}", **on, help=t("sidebar.token_help", lang))
-    else:
-        view.token = ss.get(s.K_TOKEN, 0) if isinstance(ss.get(s.K_TOKEN, 0), int) else 0
-    s.write_url(view)
-    share.share_button(sb, lang)  # after the URL is written: the code holds this run's view
+        sb.selectbox(t("sidebar.token", lang), list(range(len(rows))), key=K_TOKEN,
+                     format_func=lambda i: f"{i}: {rows[i]}", **on, help=t("sidebar.token_help", lang))
 
-    if lecture:
+
+def draw_notices(view: View, page: str) -> None:
+    """Above the page: lecture mode's CSS, this run's notices, the switch-model notice, the empty-text hint."""
+    if view.lecture:
         st.markdown(s.LECTURE_CSS, unsafe_allow_html=True)  # constant CSS, no user text
-    view.notices = [*url_notices, *notices]
     for msg in view.notices:
         st.warning(msg, icon=":material/warning:")
-    if page not in OWN_MODEL_PAGES:
-        readable.unreadable_notice(view.trace, model_name, lang)
-    if not text.strip():
-        st.info(t("shell.empty_text", lang), icon=":material/edit:")
-    return view
+    if not own_model(page):
+        readable.unreadable_notice(view.trace, view.model_name, view.lang)
+    if not view.text.strip():
+        st.info(t("shell.empty_text", view.lang), icon=":material/edit:")

@@ -1,27 +1,17 @@
-"""The View every page reads, and the URL state behind it (Streamlit, no drawing of pages here).
-
-    view.model                # LoadedModel (cached once per process, shared)
-    view.trace                # AttentionTrace (with intermediates) for (model, text), or None when there is no valid text
-    view.layer, view.head     # counted from 0, already clamped to the model (and block) ranges
-    view.token                # index of the selected query token (a row of view.block's attention)
-    view.block                # "encoder" | "decoder_self" | "cross" ("encoder" for encoder-only models,
-                              # "decoder_self" for decoder-only ones)
-    view.lecture, view.text, view.model_name, view.device ("cpu" / "cuda", resolved), view.notices
+"""The URL state behind the View (ui/view.py) and the sidebar's widget callbacks (Streamlit, no drawing of pages here).
 
 URL state: the query string mirrors `text`, `model`, `layer`, `head`, `token` (and `block`, `device`, `lecture`
 when they differ from the defaults). It is read once per session, on the first run, and every value is validated:
 an invalid one (layer 99, head -1, an unknown model, 100,000 characters of text) falls back to its default with a
-visible notice. The page itself is in the URL path, as `st.navigation` gives it. The sidebar that owns these
-widgets is drawn once per run by the shell (ui/shell.py).
+visible notice. Layer, head, token and block wait in PENDING until the model is known (ui/view.py `resolve`). The
+page itself is in the URL path, as `st.navigation` gives it. The sidebar that owns these widgets is drawn once per
+run by the shell (ui/shell.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
-import re
-from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import streamlit as st
@@ -33,15 +23,28 @@ from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTE
 from model.registry import register_local_models
 from model.trace import AttentionTrace
 
+from .view import (
+    K_BLOCK,
+    K_DEVICE,
+    K_HEAD,
+    K_LANG,
+    K_LAYER,
+    K_LECTURE,
+    K_MODEL,
+    K_PRESET,
+    K_TEXT,
+    K_TOKEN,
+    View,
+    show_value,
+)
+
 PRESETS = [*EXAMPLE_SENTENCES, *KOREAN_EXAMPLE_SENTENCES]
 MAX_TEXT_CHARS = 20_000  # the text box refuses more; a URL with more falls back to the default text
 MAX_URL_TEXT = 4_000  # longer texts are not written into the link (browsers and servers cap URL length)
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
-# keys of the shared widgets (stable: tests and the URL address them)
-K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET, K_LANG = (
-    "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset", "lang")
-URL_DONE, URL_NOTICES, PENDING, TRACE_KEY = "_hl_url_done", "_hl_url_notices", "_hl_pending", "_hl_trace_key"
+URL_DONE, URL_NOTICES, PENDING = "_hl_url_done", "_hl_url_notices", "_hl_pending"  # the link read, its notices, its
+# layer / head / token / block until the model is known
 CALLBACK_ERROR = "_hl_callback_error"
 SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_LANG)
 
@@ -52,42 +55,6 @@ LECTURE_CSS = """<style>
 [data-testid="stMain"] h2 { font-size: 2.4rem !important; }
 [data-testid="stMain"] h3 { font-size: 1.9rem !important; }
 </style>"""  # a constant: user text never goes through unsafe HTML
-
-
-# ---- the view ---------------------------------------------------------------------------------------------------
-@dataclass
-class View:
-    text: str
-    model_name: str
-    device: str
-    layer: int = 0
-    head: int = 0
-    token: int = 0
-    lecture: bool = False
-    model: object = None
-    trace: AttentionTrace | None = None
-    notices: list[str] = field(default_factory=list)
-    block: str = "encoder"
-    lang: str = "en"  # interface language: "en" | "ko" (i18n/)
-
-    @property
-    def label(self) -> str:
-        """'Layer 3 · Head 1', counted from 0 as in the URL."""
-        return f"Layer {self.layer} · Head {self.head}"
-
-    @property
-    def n_layers(self) -> int:
-        return block_layers(self.model, self.block)
-
-    @property
-    def n_heads(self) -> int:
-        return self.model.n_heads(self.block)
-
-    def on_block(self, block: str) -> View:
-        """This view on another block of the model, its layer and head clamped to that block (an encoder-decoder's
-        decoder may have more layers or heads than its encoder)."""
-        return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
-                                   head=min(self.head, self.model.n_heads(block) - 1))
 
 
 def available_models() -> list[str]:
@@ -106,26 +73,7 @@ def device_choices() -> list[str]:
     return ["auto", *available_devices()]
 
 
-def block_layers(model, block: str) -> int:
-    """Layers of a block (model.loaded.LoadedModel.n_layers)."""
-    return model.n_layers(block)
-
-
 # ---- URL -> state (first run only) --------------------------------------------------------------------------
-
-
-def md_escape(text: object) -> str:
-    """User text made literal for st.markdown / st.warning / st.info (no emphasis, links, headings or HTML)."""
-    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", s)
-
-
-def show_value(raw) -> str:
-    """A value from the link, shortened and made literal for a notice."""
-    s = str(raw)
-    return md_escape(repr(s if len(s) <= 40 else s[:40] + "…"))
-
-
 def read_url() -> None:
     """Seed widget state from the query string, once per session, validating every value."""
     ss = st.session_state
@@ -215,29 +163,6 @@ def write_url(view: View) -> None:
                 del qp[k]
         elif qp.get(k) != v:
             qp[k] = v
-
-
-# ---- validation helpers --------------------------------------------------------------------------------------
-def clamp_choice(key: str, n: int, label: str, notices: list[str], pending: dict, default: int = 0) -> None:
-    """Make st.session_state[key] a valid index in range(n) before its widget is drawn."""
-    ss = st.session_state
-    if key in pending:
-        raw = pending.pop(key)
-        lg = pick_lang(ss.get(K_LANG))
-        word = t(f"shell.unit.{label}", lg) if label in ("layer", "head", "token") else label
-        try:
-            val = int(str(raw).strip())
-        except ValueError:
-            notices.append(t("shell.url.not_int", lg, label=word, value=show_value(raw), default=default))
-            val = default
-        if not 0 <= val < n:
-            notices.append(t("shell.url.out_of_range", lg, Label=word[:1].upper() + word[1:], label=word, value=val,
-                             max=n - 1, default=default))
-            val = default
-        ss[key] = val
-    cur = ss.get(key)
-    if not isinstance(cur, int) or not 0 <= cur < n:
-        ss[key] = default if not isinstance(cur, int) else min(max(cur, 0), n - 1)
 
 
 def require_trace(view: View) -> AttentionTrace:

@@ -9,9 +9,9 @@ from viz import steps as vs_steps
 from viz import tour as vt
 from viz.steps import SECTION_OF, stage_figure
 
-from . import cache
+from . import runs
 from .labs import lazy_tabs
-from .state import View
+from .view import View
 from .widgets import Export, chart, layer_head
 
 
@@ -77,7 +77,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
         return vocab_section(view, lang)
     dec = view.block != "encoder"
     block = "decoder_self" if dec else "encoder"
-    sub = cache.sublayer_steps(view.model_name, view.device, view.text, block, view.layer)
+    sub = runs.sublayer_steps(view.model_name, view.device, view.text, block, view.layer)
     tokens = view.trace.axis_tokens(block)[0]
     n, d = sub["x"].shape
     lg, lecture, prefix = lang, view.lecture, f"steps_{name}"
@@ -97,7 +97,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
                                         lecture=lecture), out)}
     elif name == "cross_norm":
         head = min(view.head, view.n_heads - 1)
-        steps = cache.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
+        steps = runs.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
         if view.block == "decoder_self":  # the cross-attention itself: K and V from M, queries from the decoder
             cross_glance(view, steps, head, lg)
         cross = steps["output"]
@@ -154,7 +154,7 @@ FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) =
 def vocab_section(view: View, lang: str) -> None:
     """The last decoder layer's output through the final linear layer and Softmax over the vocabulary: the top
     tokens at every decoder position, the chosen query token's bars, and the check against the model's logits."""
-    out = cache.vocab_output(view.model_name, view.device, view.text)
+    out = runs.vocab_output(view.model_name, view.device, view.text)
     rows = view.trace.axis_tokens("decoder_self")[0]
     d, v = out["W"]
     st.caption(t("steps.vocab.note", lang))

@@ -6,7 +6,7 @@ model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
     -> output probabilities
 
 Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so. Every number comes from
-ui.cache (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
+ui.runs (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
 from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
 (viz.tour). The step is in the URL (`?step=6`, counted from 1): read once per session on the tour's first run,
 validated (a bad value falls back to step 1 with a notice), and written back on every run. The language is the
@@ -30,9 +30,9 @@ from viz.positional import embedding_triptych
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
-from . import cache, quiz
-from .state import View, md_escape, show_value
+from . import quiz, runs, store
 from .steps_page import draw_figures, output_check
+from .view import View, md_escape, show_value
 from .widgets import Export, chart, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
@@ -157,8 +157,8 @@ class _Ctx:
 
 
 def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) -> dict:
-    """analysis.stages.sublayer_steps through the shared byte-bounded cache."""
-    return cache.sublayer_steps(name, device, text, block, layer)
+    """analysis.stages.sublayer_steps through the shared byte-bounded store."""
+    return runs.sublayer_steps(name, device, text, block, layer)
 
 
 def _encoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
@@ -184,7 +184,7 @@ def _tokens(ctx: _Ctx, key: str, quiz_on: bool) -> None:
 
 def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     view, lg = ctx.view, ctx.lg
-    tokens, parts = cache.embedding_parts(view.model_name, view.device, view.text)
+    tokens, parts = runs.embedding_parts(view.model_name, view.device, view.text)
     if key == "embedding":
         x = parts["token"]
         fig = heatmap(x, tokens, None, title=t("tour.embedding.fig", lg, n=x.shape[0], d=x.shape[1]),
@@ -232,7 +232,7 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     view, lg = ctx.view, ctx.lg
     if key in ("add_norm", "ffn"):
         return _sublayers(ctx, key)
-    steps = cache.attention_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer, ctx.head)
+    steps = runs.attention_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer, ctx.head)
     rows, cols = ctx.trace.axis_tokens(ctx.block)
     by_key = {s.key: localise(s, lg, ctx.head)
               for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
@@ -302,11 +302,11 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     if not view.text.strip():
         st.info(t("tour.need_text", lg), icon=":material/edit:")
         return
-    loaded = cache.get_model(DECODER_MODEL, view.device)
+    loaded = store.get_model(DECODER_MODEL, view.device)
     c1, c2, c3 = st.columns([2, 1, 1])
     task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
                     format_func=lambda x: t(f"tour.task.{x}", lg))
-    run = cache.decoding_run(view.device, view.text, task, False)
+    run = runs.decoding_run(view.device, view.text, task, False)
     n_layers, n_heads = loaded.config.n_decoder_layers, loaded.n_heads("cross")
     layer = c2.selectbox(t("tour.dec_layer", lg), range(n_layers), index=n_layers - 1, key="tour_dec_layer",
                          format_func=lambda i: t("tour.layer_n", lg, i=i))

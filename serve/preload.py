@@ -1,12 +1,12 @@
 """Warm a fresh app process while its server starts: import what the pages import and load the default models in a
-background thread that the door (ui/door.py) starts just before Streamlit's server, so the first students of a
-lecture hall meet loaded models instead of queueing behind `import torch` (~1 s), the rest of the stack (~1.5 s) and
+background thread that `python -m serve run` (serve/__main__.py) starts just before Streamlit's server, so the
+first students of a lecture hall meet loaded models instead of queueing behind `import torch` (~1 s), the rest of the stack (~1.5 s) and
 the model loads (~0.5 s). The port opens at once (the browser loads Streamlit's page meanwhile); script runs wait for
 the preload to end (`wait()`, the first thing app.py does).
 
 Two threads importing one package at once can meet a half-initialised module (seen here: Streamlit's plotly theme
-read `pandas.Series` while another thread was still importing pandas), so the door imports Streamlit before it
-starts this thread, and no script runs until the thread is done. A failure is logged and left for the first run to
+read `pandas.Series` while another thread was still importing pandas), so Streamlit is imported before this
+thread starts, and no script runs until the thread is done. A failure is logged and left for the first run to
 meet and report in its own way (a missing model's message, say).
 
     HEADLIGHT_PRELOAD=0   skip it (the first run then imports and loads on demand)
@@ -20,9 +20,12 @@ import os
 import threading
 import time
 
-# what app_pages/*.py import (ui.shell first, as app.py does), then the models the pages need first
-MODULES = ("ui.shell", "ui.cache", "ui.runs", "ui.explorer", "ui.pe_lab", "ui.mask_lab", "ui.steps_page",
-           "ui.seq2seq", "ui.heads", "ui.crosslingual", "ui.tour", "ui.labs", "viz.steps", "plotly.graph_objects")
+from ui.pages import page_modules
+
+from .process import configure_process
+
+# what the pages import (ui.shell first, as app.py does; the page table, ui/pages.py), then the models they need first
+MODULES = tuple(dict.fromkeys(("ui.shell", *page_modules(), "plotly.graph_objects")))
 MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
 WAIT_S = 300.0  # a script run waits at most this long for the preload
 
@@ -67,9 +70,9 @@ def run() -> float:
     try:
         for name in MODULES:
             importlib.import_module(name)
-        from ui import cache, shell
+        from ui import store
 
-        shell.configure_process()
+        configure_process()
         # outside a script run, Streamlit warns that there is no ScriptRunContext: noise here, the cache needs none
         quiet = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
         level = quiet.level
@@ -77,7 +80,7 @@ def run() -> float:
         try:
             for name in MODELS:
                 try:
-                    cache.preload_model(name, "cpu")
+                    store.preload_model(name, "cpu")
                 except Exception:  # noqa: BLE001 - logged; the page that needs it shows its own message
                     log.warning("preload: %s did not load", name, exc_info=True)
         finally:

@@ -1,7 +1,5 @@
-"""The app's door: how `make run`, `make serve` and the tests start Streamlit, with two fixes at the HTTP level.
-
-    python -m ui.door run app.py --server.port 8501      (the same arguments as `streamlit run`)
-    python -m ui.door starting-page ko                    (the page `make serve` shows until the app is ready)
+"""The app's door: two fixes at the HTTP level for the Streamlit server that `make run`, `make serve` and the tests
+start (`python -m serve run app.py ...`, serve/__main__.py), the readiness path, and the pages it answers with itself.
 
 1. A link over the server's request-head limit (uvicorn/h11: 16 KB). Uvicorn answers it with a plain-text
    "Invalid HTTP request received." (when the head arrives in pieces; a head that arrives at once is read, and
@@ -23,12 +21,14 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from i18n import LANGS, t
+from ui.pages import BY_NAME
+
+from . import preload
 
 H11_DEFAULT_LIMIT = 16_384  # h11's max_incomplete_event_size when uvicorn sets none
 LINGER_S = 1.0  # read and drop what the browser still sends, then close
@@ -37,7 +37,6 @@ STARTING_POLL_S = 0.25  # with JavaScript it asks this often whether the app ans
 READY_PATH = "/_headlight/ready"  # 200 once the preload is over (make serve's readiness check)
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
-PAGES = {"positional", "masks", "steps", "seq2seq", "heads", "tour", "explorer"}  # app_pages/<name>.py
 # Streamlit's own first path segments (its API, websocket, assets, media files, components)
 STREAMLIT_PREFIXES = {"_stcore", "static", "media", "component", "app", "~", "healthz", "_headlight"}
 
@@ -147,11 +146,9 @@ class DoorMiddleware:
 
 
 async def readiness(send) -> None:
-    """READY_PATH: 200 once the process has imported its modules and loaded its models (ui/preload.py), 503 before.
-    `make serve` marks a process ready on it (Streamlit's /_stcore/health answers as soon as the server is up, and
-    the browser's page polls that one, so it stays as it is)."""
-    from . import preload
-
+    """READY_PATH: 200 once the process has imported its modules and loaded its models (serve/preload.py), 503
+    before. `make serve` marks a process ready on it (Streamlit's /_stcore/health answers as soon as the server is up,
+    and the browser's page polls that one, so it stays as it is)."""
     ok = preload.ready()
     body = b"ready" if ok else b"starting"
     await send({"type": "http.response.start", "status": 200 if ok else 503,
@@ -165,7 +162,7 @@ def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:
     parts = [p for p in path.split("/") if p]
     if len(parts) < 2 or parts[0] in STREAMLIT_PREFIXES or b"text/html" not in accept:
         return None
-    page = parts[0] if parts[0] in PAGES and parts[0] != "explorer" else ""
+    page = parts[0] if parts[0] in BY_NAME and not BY_NAME[parts[0]].default else ""  # the default page is "/"
     q = query.decode("latin-1")
     return "/" + page + ("?" + q if q else "")
 
@@ -185,24 +182,3 @@ def install() -> None:
             super().__init__(DoorMiddleware(app), *args, **kwargs)
 
     uvicorn.Config = DoorConfig
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["starting-page"] and len(args) == 2 and args[1] in LANGS:  # deploy/serve.sh writes it for HAProxy
-        sys.stdout.buffer.write(starting_page(args[1]))
-        return
-    install()
-    from streamlit.web import cli  # Streamlit (and the plotly theme it sets up) imported before the preload thread
-
-    if args[:1] == ["run"]:
-        from . import preload
-
-        if preload.enabled():  # imports and models while the server starts (HEADLIGHT_PRELOAD=0: on demand)
-            preload.start()
-    sys.argv = ["streamlit", *args]
-    cli.main()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,66 @@
+"""The app's pages, in the menu's order: the one table that the shell (navigation), the door (which paths are pages),
+the preload (what to import before the first run), the tests and the benchmarks read. Plain data, standard library
+only: it can be imported without Streamlit.
+
+    from ui.pages import PAGES, page_file
+    page_file("steps")        # "app_pages/steps.py"
+
+A page's URL path is its file's stem; the default page is served at the root URL ("/"). Pages live in app_pages/,
+not pages/: a folder named pages/ beside the entrypoint is Streamlit's legacy multipage mechanism, which is active in
+a fresh server process until some session has run st.navigation; a direct link opened in that window ran the page
+without the shell (see README, "Why app_pages/").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+
+@dataclass(frozen=True)
+class Page:
+    file: str  # the page's script, relative to app.py (and the repository root)
+    title_key: str  # its title in the i18n catalogue: the menu and the browser tab, in the session's language
+    icon: str  # a Material icon: drawn with the font bundled with Streamlit, so no request leaves the server
+    imports: tuple[str, ...]  # the project's modules the script imports (tests/test_pages.py checks it); preloaded
+    default: bool = False  # served at the root URL
+    own_model: bool = False  # runs its own model (seq2seq-tiny), whatever the sidebar's model: no sidebar trace
+
+    @property
+    def name(self) -> str:
+        """The URL path (`/steps`), the file's stem."""
+        return PurePosixPath(self.file).stem
+
+
+PAGES: tuple[Page, ...] = (  # in the menu's order
+    Page("app_pages/explorer.py", "page.explorer", ":material/grid_on:", default=True,
+         imports=("ui.runs", "ui.explorer", "ui.shell", "ui.state", "ui.widgets")),
+    Page("app_pages/positional.py", "page.positional", ":material/waves:",
+         imports=("ui.labs", "ui.pe_lab", "ui.shell")),
+    Page("app_pages/masks.py", "page.masks", ":material/visibility_off:",
+         imports=("ui.labs", "ui.mask_lab", "ui.shell")),
+    Page("app_pages/steps.py", "page.steps", ":material/functions:",
+         imports=("ui.runs", "ui.steps_page", "ui.shell", "ui.state", "ui.widgets", "viz.steps")),
+    Page("app_pages/seq2seq.py", "page.seq2seq", ":material/translate:", own_model=True,
+         imports=("ui.runs", "ui.store", "ui.seq2seq", "ui.shell")),
+    Page("app_pages/heads.py", "heads.page", ":material/science:",
+         imports=("ui.heads", "ui.crosslingual", "ui.shell", "ui.state", "ui.widgets")),
+    Page("app_pages/tour.py", "page.tour", ":material/school:",
+         imports=("ui.tour", "ui.shell")),
+)
+BY_NAME: dict[str, Page] = {p.name: p for p in PAGES}
+DEFAULT: Page = next(p for p in PAGES if p.default)
+NAMES: tuple[str, ...] = tuple(BY_NAME)  # in the menu's order, the default page first
+
+
+def page_file(name: str) -> str:
+    """The script of the page at `/name` ("steps" -> "app_pages/steps.py"); a KeyError names the known pages."""
+    try:
+        return BY_NAME[name].file
+    except KeyError:
+        raise KeyError(f"no page {name!r}; the pages are {', '.join(NAMES)}") from None
+
+
+def page_modules() -> tuple[str, ...]:
+    """Every project module some page imports, each once, in the menu's order."""
+    return tuple(dict.fromkeys(m for p in PAGES for m in p.imports))

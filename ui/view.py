@@ -1,0 +1,186 @@
+"""The View every page reads, and `resolve`, which makes it from what the sidebar read (pure: no Streamlit here,
+so it is tested without Streamlit's runtime, tests/test_view.py).
+
+    view.model                # LoadedModel (cached once per process, shared)
+    view.trace                # AttentionTrace (with intermediates) for (model, text), or None when there is no valid text
+    view.layer, view.head     # counted from 0, already clamped to the model (and block) ranges
+    view.token                # index of the selected query token (a row of view.block's attention)
+    view.block                # "encoder" | "decoder_self" | "cross" ("encoder" for encoder-only models,
+                              # "decoder_self" for decoder-only ones)
+    view.lecture, view.text, view.model_name, view.device ("cpu" / "cuda", resolved), view.notices, view.lang
+
+The sidebar (ui/shell.py) reads its controls, loads the model and the trace, then asks `resolve` for the View: the
+block, layer, head and token clamped to the model, the values a link asked for (`pending`, read once by
+ui/state.py) validated, and the notices to show. `resolve` changes nothing: it returns the session-state writes
+the shell applies before it draws the block, layer, head and token pickers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from analysis.explore import default_token
+from i18n import t
+
+if TYPE_CHECKING:
+    from model.trace import AttentionTrace
+
+# keys of the shared widgets (stable: tests and the URL address them)
+K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET, K_LANG = (
+    "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset", "lang")
+TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token picker: a new one selects its default
+BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder
+
+
+# ---- the view ---------------------------------------------------------------------------------------------------
+@dataclass
+class View:
+    text: str
+    model_name: str
+    device: str
+    layer: int = 0
+    head: int = 0
+    token: int = 0
+    lecture: bool = False
+    model: object = None
+    trace: AttentionTrace | None = None
+    notices: list[str] = field(default_factory=list)
+    block: str = "encoder"
+    lang: str = "en"  # interface language: "en" | "ko" (i18n/)
+
+    @property
+    def label(self) -> str:
+        """'Layer 3 · Head 1', counted from 0 as in the URL."""
+        return f"Layer {self.layer} · Head {self.head}"
+
+    @property
+    def n_layers(self) -> int:
+        return block_layers(self.model, self.block)
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.n_heads(self.block)
+
+    def on_block(self, block: str) -> View:
+        """This view on another block of the model, its layer and head clamped to that block (an encoder-decoder's
+        decoder may have more layers or heads than its encoder)."""
+        return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
+                                   head=min(self.head, self.model.n_heads(block) - 1))
+
+
+def block_layers(model, block: str) -> int:
+    """Layers of a block (model.loaded.LoadedModel.n_layers)."""
+    return model.n_layers(block)
+
+
+# ---- user text in notices -----------------------------------------------------------------------------------------
+def md_escape(text: object) -> str:
+    """User text made literal for st.markdown / st.warning / st.info (no emphasis, links, headings or HTML)."""
+    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", s)
+
+
+def show_value(raw) -> str:
+    """A value from the link, shortened and made literal for a notice."""
+    s = str(raw)
+    return md_escape(repr(s if len(s) <= 40 else s[:40] + "…"))
+
+
+# ---- from the sidebar's controls to the View ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Controls:
+    """What the sidebar's first controls hold this run, the model as loaded (the default one when the chosen one
+    could not load) and the device as resolved."""
+    text: str
+    model_name: str
+    device: str
+    lecture: bool = False
+    lang: str = "en"
+
+
+@dataclass
+class Resolution:
+    view: View
+    blocks: list[str]  # the block picker's choices (one: no picker)
+    writes: dict[str, object]  # session state to set before the pickers are drawn (key -> value), in this order
+    used: list[str]  # the link's pending values read this run (removed from the pending ones)
+    url_notices: list[str]  # notices about the link, kept until the user changes a control
+
+
+def resolve(controls: Controls, model, trace: AttentionTrace | None, *, kind: str, session: Mapping,
+            pending: Mapping, kept: Sequence[str] = (), notices: Sequence[str] = ()) -> Resolution:
+    """The View of this run. `model`: the loaded model (`n_layers(block)`, `n_heads(block)`); `trace`: the sidebar's
+    trace, or None (no text, an error, or a page with its own model); `kind`: the registry's kind of the model
+    (its blocks when there is no trace); `session`: the session state as the run found it (the pickers' values,
+    K_TOKEN's presence, TRACE_KEY); `pending`: the link's layer / head / token / block not read yet; `kept`: the
+    link's notices of earlier runs; `notices`: this run's notices so far (device, model, trace)."""
+    lang = controls.lang
+    writes: dict[str, object] = {}
+    used: list[str] = []
+    url_notices: list[str] = []
+    run_notices = list(notices)
+    if trace is not None and trace.truncated:
+        run_notices.append(t("shell.truncated", lang, n=trace.n_tokens_untruncated, shown=len(trace.source_tokens)))
+
+    def now(key: str, default=None):  # the session value after this run's writes so far
+        return writes[key] if key in writes else session.get(key, default)
+
+    def choose(key: str, n: int, unit: str, default: int = 0) -> int:
+        """A valid index in range(n) for the picker `key`: the link's value when it is one (else `default`, with a
+        notice), else the session's, clamped."""
+        if key in pending and key not in used:
+            raw = pending[key]
+            used.append(key)
+            word = t(f"shell.unit.{unit}", lang)
+            try:
+                val = int(str(raw).strip())
+            except ValueError:
+                url_notices.append(t("shell.url.not_int", lang, label=word, value=show_value(raw), default=default))
+                val = default
+            if not 0 <= val < n:
+                url_notices.append(t("shell.url.out_of_range", lang, Label=word[:1].upper() + word[1:], label=word,
+                                     value=val, max=n - 1, default=default))
+                val = default
+            writes[key] = val
+        cur = now(key)
+        if not isinstance(cur, int) or not 0 <= cur < n:
+            writes[key] = cur = default if not isinstance(cur, int) else min(max(cur, 0), n - 1)
+        return cur
+
+    # block (encoder-decoder only), then layer / head / token, clamped to this model
+    blocks = trace.blocks if trace is not None else BLOCKS_OF_KIND.get(kind, ["encoder"])
+    if K_BLOCK in pending:
+        raw = pending[K_BLOCK]
+        used.append(K_BLOCK)
+        if raw not in blocks:
+            url_notices.append(t("shell.url.block", lang, value=show_value(raw), model=controls.model_name))
+            raw = blocks[0]
+        writes[K_BLOCK] = raw
+    block = blocks[0]  # the only block of an encoder-only or a decoder-only model
+    if len(blocks) > 1:
+        if now(K_BLOCK) not in blocks:
+            writes[K_BLOCK] = "encoder"
+        block = now(K_BLOCK)
+    layer = choose(K_LAYER, block_layers(model, block), "layer")
+    head = choose(K_HEAD, model.n_heads(block), "head")
+
+    if trace is not None:
+        rows, _ = trace.axis_tokens(block)
+        trace_key = (controls.model_name, controls.text, block)
+        fresh = now(TRACE_KEY) is not None and now(TRACE_KEY) != trace_key
+        writes[TRACE_KEY] = trace_key
+        first = default_token(rows)
+        if (fresh or (K_TOKEN not in session and K_TOKEN not in writes)) and K_TOKEN not in pending:
+            writes[K_TOKEN] = first
+        token = choose(K_TOKEN, len(rows), "token", default=first)
+    else:
+        token = session.get(K_TOKEN, 0) if isinstance(session.get(K_TOKEN, 0), int) else 0
+
+    view = View(text=controls.text, model_name=controls.model_name, device=controls.device, layer=layer, head=head,
+                token=token, lecture=controls.lecture, model=model, trace=trace,
+                notices=[*kept, *url_notices, *run_notices], block=block, lang=lang)
+    return Resolution(view, list(blocks), writes, used, url_notices)

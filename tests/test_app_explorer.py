@@ -158,6 +158,10 @@ def test_grid_click_selection_maps_to_layer_and_head():
 def test_exports_render(key, fmt):
     at = _app(text="The 동물 didn't cross the $5 street because it was tired")
     open_tab(at, {"ex_head_chart-export": "One head", "ex_grid-export": "All heads", "ex_token_chart-export": "Token view"}[key])
+    (pop,) = [p for p in at.get("popover") if p.proto.popover.id.endswith(f"{key}-popover")]
+    assert pop.proto.popover.open is False and list(pop.children.values()) == []  # closed: nothing drawn in it
+    at.session_state[f"{key}-popover"] = True  # the user opens it
+    at.run()
     at.radio(key=f"{key}-fmt").set_value(fmt).run()
     _ok(at)
     assert any(b.proto.label.startswith("Download") for b in at.get("download_button"))

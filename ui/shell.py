@@ -60,6 +60,7 @@ PAGE_ICON = "data:image/png;base64," + base64.b64encode(
     (Path(__file__).resolve().parents[1] / "assets" / "icon.png").read_bytes()).decode("ascii")
 _VIEW: contextvars.ContextVar[View] = contextvars.ContextVar("headlight_view")
 RUN_MS_KEY = "_hl_run_ms"  # server-side ms of this session's last page run (read by bench/bench_app.py)
+PAGES_KEY = "_hl_pages"  # (lang, [st.Page]) of this session
 
 
 def current_view() -> View:
@@ -70,8 +71,7 @@ def current_view() -> View:
 def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
     lang = session_lang()
-    page = st.navigation([st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default)
-                          for p in PAGES])
+    page = st.navigation(session_pages(lang))
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -91,6 +91,17 @@ def run() -> None:
         logging.getLogger("headlight").exception("page %s failed", page.title)
         st.error(t("shell.error", lang, kind=type(exc).__name__), icon=":material/warning:")
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
+
+
+def session_pages(lang: str) -> list:
+    """This session's st.Page objects in `lang`, made once per session and language: making one resolves its file on
+    disk, seven lookups on every run otherwise. Never shared between sessions (a Page records whether it may run)."""
+    ss = st.session_state
+    made = ss.get(PAGES_KEY)
+    if made is None or made[0] != lang:
+        made = (lang, [st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default) for p in PAGES])
+        ss[PAGES_KEY] = made
+    return made[1]
 
 
 def own_model(page: str) -> bool:

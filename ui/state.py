@@ -158,11 +158,11 @@ def write_url(view: View) -> None:
     }
     qp = st.query_params
     for k, v in want.items():
-        if v is None:
-            if k in qp:
-                del qp[k]
-        elif qp.get(k) != v:
-            qp[k] = v
+        if v is None and k in qp:
+            del qp[k]  # rare: a default value again
+    changed = {k: v for k, v in want.items() if v is not None and qp.get(k) != v}
+    if changed:
+        qp.update(changed)  # one message to the browser, however many keys changed (a new sentence: text and token)
 
 
 def require_trace(view: View) -> AttentionTrace:

@@ -112,7 +112,10 @@ def export_popover(key: str, export: Export, fig=None) -> None:
     offline (plotly.js embedded; built only when clicked)."""
     name = slug(export.filename)
     lg = session_lang()
-    with st.popover(t("export.button", lg), help=t("export.help", lg)):
+    pop = st.popover(t("export.button", lg), help=t("export.help", lg), key=f"{key}-popover", on_change="rerun")
+    if not pop.open:  # its contents are drawn only while it is open: one element per figure on every other run
+        return
+    with pop:
         fmt = st.radio(t("export.format", lg), [*FORMATS, "csv", *(["html"] if fig is not None else [])],
                        horizontal=True, key=f"{key}-fmt", index=None)
         if fmt == "html":

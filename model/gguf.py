@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from gguf import quants
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 from gguf.quants import dequantize
 
@@ -157,8 +158,22 @@ class GGUFFile:
             self.tensors[name] = GGUFTensor(name, qtype, shape, start, nbytes)
 
     # ---- tensors --------------------------------------------------------------------------------------------
+    def prefetch(self, workers: int = 2) -> None:
+        """Dequantise every tensor now, `workers` at a time (numpy lets go of the GIL in its array work): `array` then
+        hands each out once. Loading SmolLM2 is mostly this."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            self._ready = dict(zip(self.tensors, pool.map(self._dequantize, self.tensors)))
+
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantised to float32, in PyTorch's order (shape as listed)."""
+        ready = getattr(self, "_ready", None)
+        if ready and name in ready:
+            return ready.pop(name)
+        return self._dequantize(name)
+
+    def _dequantize(self, name: str) -> np.ndarray:
         t = self.tensors[name]
         if t.qtype.name not in SUPPORTED_TYPES:
             raise WeightsError(f"{self.path}: tensor {name} is of type {t.qtype.name}, which this app does not read; "
@@ -167,7 +182,12 @@ class GGUFFile:
         raw = np.frombuffer(self._map, dtype=np.uint8, count=t.nbytes, offset=t.offset)
         block, type_size = GGML_QUANT_SIZES[t.qtype]
         rows = raw.reshape(-1, t.shape[-1] // block * type_size)
-        out = dequantize(rows, t.qtype).reshape(t.shape)
+        kind = getattr(quants, t.qtype.name, None)  # gguf's class for the type (Q4_1, Q8_0, ...)
+        if t.qtype.name not in ("F32", "F16") and hasattr(kind, "dequantize_rows"):
+            out = kind.dequantize_rows(rows).reshape(t.shape)  # the whole tensor in one call (dequantize() goes
+            # 16 rows at a time: 2.8 of SmolLM2's 4.4 s of loading on a busy machine)
+        else:
+            out = dequantize(rows, t.qtype).reshape(t.shape)
         if out.dtype != np.float32 or np.may_share_memory(out, raw):  # F32 comes back as a view of the file
             out = out.astype(np.float32, copy=True)
         return out
@@ -375,6 +395,7 @@ def load_gguf(device: torch.device, path: str | Path, name: str | None = None, *
         tok = TextTokenizer(gguf_tokenizer(f), config.max_positions)
         with no_random_init():  # every parameter is set below, strictly
             module = Transformer(config)
+        f.prefetch()
         load_weights(module, f, gguf_table(config, f.metadata["general.architecture"]), strict=True,
                      ignored=("rope_freqs.weight",), name=path.name)
     finally:

@@ -101,11 +101,15 @@ def check_rows(att: np.ndarray, what: str) -> None:
 
 def check_trace(tr, m) -> None:
     n = len(tr.source_tokens)
-    L, H = tr.encoder_attention.shape[:2]
-    assert tr.encoder_attention.shape == (L, H, n, n)
+    first = tr.blocks[0]  # the encoder's self-attention, or a decoder-only model's causal one over the prompt
+    att = tr.attention(first)
+    L, H = att.shape[:2]
+    assert att.shape == (L, H, n, n) and L == m.n_layers(first) and H == m.n_heads(first)
     assert len(tr.source_ids) == len(tr.source_special) == len(tr.source_word_ids) == n
     assert n <= m.config.max_positions
-    check_rows(tr.encoder_attention, "encoder")
+    check_rows(att, first)
+    if tr.is_decoder_only:
+        assert np.allclose(np.triu(att, 1), 0), "a decoder-only model's attention looks ahead"
     if tr.is_encoder_decoder:
         t = len(tr.target_tokens)
         assert tr.decoder_self_attention.shape[2:] == (t, t)
@@ -148,7 +152,8 @@ def test_tokenisation_of_sentence_pairs_never_crashes():
 
 
 # ---- the trace of every model --------------------------------------------------------------------------------
-TRACE_EXAMPLES = {"minilm-l6": 300, "seq2seq-tiny": 300, "paper-base": 60, "multilingual-e5-small": 200}
+TRACE_EXAMPLES = {"minilm-l6": 300, "seq2seq-tiny": 300, "paper-base": 60, "multilingual-e5-small": 200,
+                  "smollm2-135m": 60}
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -70,7 +70,8 @@ def test_config_missing_not_utf8_invalid_json(bert_dir, tmp_path):
 
 
 @pytest.mark.parametrize("changes,needles", [
-    ({"model_type": "llama"}, ["'llama'", "bert, roberta, xlm-roberta, distilbert, gpt2, bart, marian"]),
+    ({"model_type": "gemma3"}, ["'gemma3'", "bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, qwen2, bart, "
+                                            "marian"]),
     ({"model_type": None}, ["model_type None"]),
 ])
 def test_unknown_model_type_names_the_supported_ones(bert_dir, tmp_path, changes, needles):

@@ -404,4 +404,4 @@ def load_gguf(device: torch.device, path: str | Path, name: str | None = None, *
     desc = description or (f"{f.metadata['general.architecture']} GGUF from {path}: decoder-only, {c.n_decoder_layers} "
                            f"layers x {c.n_heads} query heads on {c.kv_heads} key/value heads, d_model {c.d_model}, "
                            f"d_k {c.d_k}, RMSNorm, RoPE (theta {c.rope_theta:g}), SwiGLU FFN of {c.d_ff}.")
-    return DecoderOnlyModel(name or path.stem, module, tok, device, trained=True, description=desc)
+    return DecoderOnlyModel(name or path.stem, module, tok, device, trained=True, description=desc, input_major=False)

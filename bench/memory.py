@@ -11,7 +11,8 @@ Each session (bench/loadtest.py's protocol-level client: the websocket, `rerun_s
 With `--scenario explorer` the same texts go to the explorer instead (one run per text; when both scenarios run on
 one server, the explorer gets texts of its own, made the same way). The sessions run at once; every text is new to
 the server, so each run computes its results and the byte-bounded store fills and evicts. A run counts as an error
-when its sidebar did not trace the session's current text. MB in the table are 2^20 bytes, as bench/loadtest.py's.
+when its sidebar did not trace the session's current text. RSS in MB of 2^20 bytes, as bench/loadtest.py prints
+it; what the server sent per run (the page's messages, its figures' JSON included) in MB of 10^6 bytes.
 
 RSS is summed over the server's process tree (/proc), sampled every 0.1 s while the sessions run; the table also
 gives the server's own high-water mark (VmHWM, since it started) and RSS after the sessions closed and `--idle`

@@ -13,7 +13,8 @@ different keys run in parallel (the factory always runs outside the global lock)
 nothing: the exception goes to the thread that ran it, and a waiting thread then tries once more itself.
 
 Sizes come from `nbytes_of`, which counts numpy arrays and torch tensors reachable through dataclasses, dicts,
-lists, tuples, sets and objects' `__dict__` (each array once, cycle-safe), plus a small constant per entry.
+lists, tuples, sets and objects' `__dict__` (each buffer once, cycle-safe), plus a small constant per entry. An array
+is counted at the size of the whole buffer it keeps alive: a slice of a tensor keeps the tensor's whole storage.
 """
 
 from __future__ import annotations
@@ -55,17 +56,9 @@ def budget_bytes(default_mb: float = DEFAULT_BUDGET_MB) -> int:
 DEFAULT_BUDGET_BYTES = budget_bytes()
 
 
-def _array_nbytes(obj: Any) -> int | None:
-    """Bytes of a numpy array or a torch tensor; None for anything else. torch is not imported here."""
-    if isinstance(obj, np.ndarray):
-        return int(obj.nbytes)
-    mod = type(obj).__module__
-    if mod.startswith("torch") and hasattr(obj, "element_size") and hasattr(obj, "nelement"):
-        try:
-            return int(obj.element_size()) * int(obj.nelement())
-        except Exception:  # noqa: BLE001 - a meta/sparse tensor: count nothing rather than fail
-            return 0
-    return None
+def _is_tensor(obj: Any) -> bool:
+    """A torch tensor (torch is not imported here)."""
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "untyped_storage")
 
 
 def _root(arr: np.ndarray) -> np.ndarray:
@@ -74,14 +67,29 @@ def _root(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _array_identity(obj: Any) -> int:
-    """Identity used to count memory once: the base buffer of numpy views, the storage of torch tensors."""
+def _buffer(obj: Any) -> tuple[int, int] | None:
+    """(identity, bytes) of the memory a numpy array or torch tensor keeps alive; None for anything else.
+
+    That is the whole buffer behind it, not only the part it shows: a numpy view keeps its base array, and an array
+    made from a tensor (`tensor.numpy()`) or a tensor view keeps the tensor's whole storage. One head sliced from a
+    (1, heads, n, n) tensor of attention scores shows n x n numbers but keeps all heads' (12x at 12 heads). The
+    identity (the storage's address, the base array's id) counts a buffer once however many views reach it."""
     if isinstance(obj, np.ndarray):
-        return id(_root(obj))
+        root = _root(obj)
+        if _is_tensor(root.base):
+            obj = root.base  # memory owned by a tensor: its storage
+        else:
+            return id(root), max(int(obj.nbytes), int(root.nbytes))
+    elif not _is_tensor(obj):
+        return None
     try:
-        return obj.untyped_storage().data_ptr() or id(obj)
-    except Exception:  # noqa: BLE001
-        return id(obj)
+        storage = obj.untyped_storage()
+        return storage.data_ptr() or id(obj), int(storage.nbytes())
+    except Exception:  # noqa: BLE001 - a meta/sparse tensor: count its elements, or nothing rather than fail
+        try:
+            return id(obj), int(obj.element_size()) * int(obj.nelement())
+        except Exception:  # noqa: BLE001
+            return id(obj), 0
 
 
 # scalars, and what a value may reference without owning: classes, modules, functions (their globals are not its)
@@ -91,8 +99,9 @@ _SKIP = (bool, int, float, complex, type, types.ModuleType, types.FunctionType, 
 
 def nbytes_of(obj: Any, *, overhead: int = ENTRY_OVERHEAD) -> int:
     """Approximate bytes held by `obj`: every numpy array / torch tensor found recursively in dataclasses, dicts,
-    lists, tuples, sets and objects' `__dict__` / `__slots__`, each buffer counted once (views of one base and
-    tensors sharing a storage count once, at the size of the largest one seen), plus `overhead`.
+    lists, tuples, sets and objects' `__dict__` / `__slots__`, each at the size of the whole buffer it keeps alive
+    (a view: its base array; an array made from a tensor, or a tensor view: the tensor's whole storage), each buffer
+    counted once, plus `overhead`.
     Strings and bytes count their length; classes, modules and functions are not followed. Cycle-safe; iterative,
     so deep nesting never hits the recursion limit."""
     seen: set[int] = set()
@@ -106,11 +115,9 @@ def nbytes_of(obj: Any, *, overhead: int = ENTRY_OVERHEAD) -> int:
         if id(o) in seen:
             continue
         seen.add(id(o))
-        n = _array_nbytes(o)
-        if n is not None:
-            key = _array_identity(o)
-            if isinstance(o, np.ndarray):
-                n = max(n, int(_root(o).nbytes))  # a view keeps its whole base alive
+        buf = _buffer(o)
+        if buf is not None:
+            key, n = buf
             buffers[key] = max(buffers.get(key, 0), n)
             continue
         if isinstance(o, (str, bytes, bytearray, memoryview)):

@@ -10,9 +10,15 @@ import torch
 
 
 def to_numpy(x: torch.Tensor) -> np.ndarray:
-    """A tensor as numpy on the CPU: float32 for floating point, bool and int kept."""
+    """A tensor as numpy on the CPU: float32 for floating point, bool and int kept. A view into a larger tensor (one
+    head of a (1, heads, n, n) record, one row of a batch) is copied, so the array keeps only its own numbers alive,
+    not the whole storage (12x at 12 heads: Step by step's one head of a 512-token text kept 44 MiB for 7 MiB)."""
     x = x.detach().cpu()
-    return x.float().numpy() if x.is_floating_point() else x.numpy()
+    if x.is_floating_point():
+        x = x.float()
+    if x.untyped_storage().nbytes() > x.nelement() * x.element_size():
+        x = x.clone(memory_format=torch.contiguous_format)
+    return x.numpy()
 
 
 def readonly(a: np.ndarray) -> np.ndarray:

@@ -80,12 +80,16 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
         "X": x[0], **P,
         "Q": r["q"][0, head], "K": r["k"][0, head], "V": r["v"][0, head],
         "scores": st.scores[0, head], "scaled": st.scaled[0, head], "mask": mask,
-        "masked": st.masked[0, head], "weights": st.weights[0, head], "Z": r["heads"][0, head],
+        "masked": st.masked[0, head] if st.masked is not st.scaled else None, "weights": st.weights[0, head],
+        "Z": r["heads"][0, head],
         "Z_all": r["z"][0], "W_O": mha.projection_matrices()["W_O"], "output": att.output[0],
     }
     if kind == "cross":
         out["memory"] = rec["layer"]["memory"][0]
-    return freeze({k: to_numpy(v) for k, v in out.items()})
+    arrays: dict = {}
+    for k, v in out.items():  # no mask: the masked scores are the scaled ones (one array, not two copies)
+        arrays[k] = to_numpy(v) if v is not None else arrays["scaled"]
+    return freeze(arrays)
 
 
 def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:

@@ -30,9 +30,20 @@ def _np(x: torch.Tensor) -> np.ndarray:
     return x.detach().float().cpu().numpy()
 
 
-def _stack(per_layer: list[torch.Tensor], row: int = 0) -> np.ndarray:
-    """L x (b, h, n, m) -> (L, h, n, m) float32 numpy of one batch row."""
-    return _np(torch.stack([a[row] for a in per_layer]))
+def _stack(per_layer: list[torch.Tensor], row: int = 0, n: int | None = None, *, release: bool = False) -> np.ndarray:
+    """L x (b, h, n, m) -> (L, h, n, m) float32 numpy of one batch row (its first n queries and keys when n is
+    given), copied layer by layer into one array. release: each layer's tensor is dropped from `per_layer` once
+    copied (the caller's forward output is not read again), so the maps are never held twice: a 512-token MiniLM
+    trace peaked at 72 MiB of per-layer maps plus their 72 MiB stacked copy."""
+    shape = per_layer[0].shape[1:] if n is None else (per_layer[0].shape[1], n, n)
+    out = np.empty((len(per_layer), *shape), dtype=np.float32)
+    for i in range(len(per_layer)):
+        a = per_layer[i][row] if n is None else per_layer[i][row, :, :n, :n]
+        if release:
+            per_layer[i] = None
+        out[i] = a.detach().float().cpu().numpy()
+        del a
+    return out
 
 
 def input_major_linears(module: nn.Module) -> int:
@@ -153,7 +164,7 @@ class EncoderModel(LoadedModel):
         with torch.inference_mode():
             out = self.module.encode(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
                                      ablations=ablations)
-        return self._trace_row(text, enc, out, 0, intermediates, pair)
+        return self._trace_row(text, enc, out, 0, intermediates, pair, release=True)
 
     def trace_many(self, texts: list[str], *, intermediates: bool = False) -> list[AttentionTrace]:
         """The traces of several texts from one padded forward (b, n_max): each text's rows and key columns are
@@ -177,12 +188,13 @@ class EncoderModel(LoadedModel):
         return [self._trace_row(text, e, out, i, intermediates) for i, (text, e) in enumerate(zip(texts, encs))]
 
     def _trace_row(self, text: str, enc: Encoded, out, row: int, intermediates: bool,
-                   pair: str | None = None) -> AttentionTrace:
-        """Row `row` of a (possibly padded) forward as the trace of `text`: its n tokens, n x n of each map."""
+                   pair: str | None = None, *, release: bool = False) -> AttentionTrace:
+        """Row `row` of a (possibly padded) forward as the trace of `text`: its n tokens, n x n of each map.
+        release: `out`'s maps are dropped as they are copied (a forward of one text, not read again)."""
         n = len(enc.ids)
         return AttentionTrace(
             **self._source_fields(text, enc),
-            encoder_attention=_np(torch.stack([a[row, :, :n, :n] for a in out.self_attention])),  # (L, h, n, n)
+            encoder_attention=_stack(out.self_attention, row, n, release=release),  # (L, h, n, n)
             masks={"source_padding": np.ones(n, dtype=bool)},
             encoder_hidden_states=_np(torch.stack([h[row, :n] for h in out.hidden_states])) if intermediates else None,
             meta={**self._meta(), **({"pair": pair} if pair else {})},
@@ -266,7 +278,7 @@ class DecoderOnlyModel(LoadedModel):
         return AttentionTrace(
             **self._source_fields(text, enc),
             encoder_attention=None,
-            decoder_self_attention=_stack(dec.self_attention),  # (L, H, N, N), causal
+            decoder_self_attention=_stack(dec.self_attention, release=True),  # (L, H, N, N), causal
             masks={"decoder_self": np.tril(np.ones((n, n), dtype=bool))},
             decoder_hidden_states=_np(torch.stack([h[0] for h in dec.hidden_states])) if intermediates else None,
             meta={**self._meta(), **kw, "next_tokens": [c.token for c in nxt], "next_probs": [c.prob for c in nxt]},
@@ -328,11 +340,11 @@ class Seq2SeqModel(LoadedModel):
         T = len(dec_in)
         return AttentionTrace(
             **self._source_fields(text, enc),
-            encoder_attention=_stack(out.encoder.self_attention),
+            encoder_attention=_stack(out.encoder.self_attention, release=True),
             target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
             target_special=[i in specials for i in dec_in],
-            decoder_self_attention=_stack(out.decoder.self_attention),
-            cross_attention=_stack(out.decoder.cross_attention),
+            decoder_self_attention=_stack(out.decoder.self_attention, release=True),
+            cross_attention=_stack(out.decoder.cross_attention, release=True),
             # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
             masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
                    "decoder_self": _np(out.tgt_mask[0, 0].expand(T, T)).astype(bool)},  # (T, T): look-ahead AND pad

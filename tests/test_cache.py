@@ -92,6 +92,30 @@ def test_nbytes_of_plain_objects_and_tensors():
     assert nbytes_of(None) == ENTRY_OVERHEAD
 
 
+def test_nbytes_of_counts_the_whole_storage_behind_a_slice():
+    """An array made from a slice of a tensor keeps the tensor's whole storage alive: it is counted at that size
+    (one head of a 12-head record of a 512-token text showed 1 MiB and kept 12), once however many slices reach it."""
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(12, 1000, dtype=torch.float32)
+    assert nbytes_of(t[3].numpy(), overhead=0) == 48_000
+    assert nbytes_of({"a": t[3].numpy(), "b": t[4].numpy(), "c": t[5]}, overhead=0) == 48_000 + 3
+    assert nbytes_of(t[3].clone().numpy(), overhead=0) == 4_000
+
+
+def test_to_numpy_copies_a_view_of_a_larger_tensor():
+    torch = pytest.importorskip("torch")
+    from analysis.frozen import to_numpy
+
+    with torch.inference_mode():
+        t = torch.randn(1, 12, 8, 8)
+    one = to_numpy(t[0, 5])
+    np.testing.assert_array_equal(one, t[0, 5].numpy())
+    assert nbytes_of(one, overhead=0) == 8 * 8 * 4  # its own numbers, not the 12 heads'
+    whole = to_numpy(t)
+    assert np.shares_memory(whole, t.numpy())  # a whole tensor is not copied
+    assert to_numpy(torch.ones(3, 4, dtype=torch.bool)[1]).dtype == np.bool_
+
+
 def test_nbytes_of_deep_nesting_does_not_recurse():
     deep: list = [blob(0.001)]
     for _ in range(5_000):

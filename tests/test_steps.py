@@ -66,6 +66,20 @@ def test_minilm_steps_reproduce_trace_and_layer_output(minilm, minilm_trace, lay
     _close(st["Z_all"][:, head * 32:(head + 1) * 32], st["Z"], 0.0)
 
 
+def test_steps_keep_only_their_own_numbers(minilm, minilm_trace, paper_base, paper_trace):
+    """One head's stages are copied out of the record of all heads: the result keeps no storage larger than its own
+    arrays (before, each (n, m) stage kept the (1, heads, n, m) tensor it was sliced from: 6x the counted size for
+    a 512-token text), and the store's count (nbytes_of) is what the result holds."""
+    from analysis.cache import nbytes_of
+
+    for loaded, trace, block in ((minilm, minilm_trace, "encoder"), (paper_base, paper_trace, "cross")):
+        st = attention_steps(loaded, trace, block, 1, 2)
+        for key, arr in st.items():
+            assert nbytes_of(arr, overhead=0) == arr.nbytes, key
+    st = attention_steps(minilm, minilm_trace, "encoder", 0, 0)
+    assert st["masked"] is st["scaled"]  # no mask: one array
+
+
 def test_minilm_hidden_states_are_layer_inputs(minilm, minilm_trace):
     """encoder_hidden_states[l] is the input of layer l: running layer l on it gives [l + 1]."""
     hs = minilm_trace.encoder_hidden_states

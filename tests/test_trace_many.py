@@ -18,6 +18,22 @@ TEXTS = ["The animal didn't cross the street because it was tired",
          "<script>alert(1)</script> & emoji 🙂"]
 
 
+def test_stack_copies_layer_by_layer_and_releases():
+    """model.loaded._stack: one batch row of every layer's maps in one array, equal to torch.stack's; with release,
+    each layer's tensor is dropped from the list once copied (a trace never holds the maps twice)."""
+    import torch
+
+    from model.loaded import _stack
+
+    layers = [torch.randn(2, 3, 5, 5) for _ in range(4)]
+    want = torch.stack([a[1, :, :4, :4] for a in layers]).numpy()
+    np.testing.assert_array_equal(_stack(list(layers), 1, 4), want)
+    kept = list(layers)
+    got = _stack(kept, 0, release=True)
+    np.testing.assert_array_equal(got, torch.stack([a[0] for a in layers]).numpy())
+    assert kept == [None] * 4 and got.dtype == np.float32 and got.flags.owndata
+
+
 def test_trace_many_equals_trace_one_by_one(minilm):
     many = traces.trace_many(minilm, TEXTS)
     for text, got in zip(TEXTS, many):

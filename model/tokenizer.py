@@ -13,6 +13,7 @@ and the jamo pieces of a Korean word stay one word.
 from __future__ import annotations
 
 import functools
+import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,26 @@ def group_words(offsets, special, sequence_ids, tokens=None) -> list[int]:
     return word_ids
 
 
+_SCHEMES = {"WordPiece": "wordpiece", "Metaspace": "sentencepiece", "ByteLevel": "bytelevel"}
+
+
+def tokenizer_scheme(tok: Tokenizer) -> str | None:
+    """The piece-marking scheme of a `tokenizers.Tokenizer` (TextTokenizer.scheme): its decoder's kind, else its
+    pre-tokenizer's (a Sequence: the first known one), else its model's (WordPiece)."""
+    def kinds(component) -> list[str]:
+        if component is None:
+            return []
+        state = json.loads(component.__getstate__())
+        parts = state.get("decoders") or state.get("pretokenizers") or [state]
+        return [p.get("type", "") for p in parts if isinstance(p, dict)]
+
+    for component in (tok.decoder, tok.pre_tokenizer):
+        for kind in kinds(component):
+            if kind in _SCHEMES:
+                return _SCHEMES[kind]
+    return _SCHEMES.get(type(tok.model).__name__)
+
+
 class TextTokenizer:
     """Wraps a `tokenizers.Tokenizer`; returns :class:`Encoded`."""
 
@@ -121,6 +142,19 @@ class TextTokenizer:
     @property
     def vocab_size(self) -> int:
         return self._tok.get_vocab_size()
+
+    @functools.cached_property
+    def scheme(self) -> str | None:
+        """How the tokenizer marks word pieces, read from its own components (never from a model's name):
+        "wordpiece" (`##` continues a word: BERT), "sentencepiece" (`▁` starts a word: XLM-R, T5), "bytelevel"
+        (`Ġ` is the space before a word: GPT-2, RoBERTa, Llama 3 / SmolLM2), or None (whole words, no marks)."""
+        return tokenizer_scheme(self._tok)
+
+    @functools.cached_property
+    def special_tokens(self) -> tuple[str, ...]:
+        """The vocabulary's special tokens, in id order (e.g. ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))."""
+        added = self._tok.get_added_tokens_decoder()
+        return tuple(added[i].content for i in sorted(added) if added[i].special)
 
     def token_to_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)

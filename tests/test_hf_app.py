@@ -164,7 +164,11 @@ def test_gpt2_tour_draws_its_sublayers(folders):
         at.query_params["step"] = str(STEPS.index(key) + 1)
         at.run()
         assert_ok(at)
-        assert any(i.value == t("tour.pre_ln", "en", model="hl-gpt2") for i in at.info)
+        notes = " ".join(i.value for i in at.info)  # viz.model_notes, from the folder's config
+        if key == "add_norm":
+            assert "hl-gpt2 is pre-LN" in notes and "x + Sublayer(LayerNorm(x))" in notes
+        else:
+            assert "then GELU (tanh), then W_2" in notes and "gated" not in notes
         assert len(at.get("plotly_chart")) >= 3
         if key == "ffn":
             assert [s.value for s in at.success][0].startswith("Check: this equals the model's output of layer")

@@ -220,6 +220,6 @@ def test_keys_used_exist_in_both_languages():
     assert len(used) > 150
     # the English text is what the pages showed before they were translated (existing tests match on it)
     assert [t(k, "en") for k in ex.TAB_KEYS] == ["One head", "All heads", "Token view", "Head metrics", "Data"]
-    assert t("ex.metric.entropy", "en") == "Entropy (bits)" and t("heads.atlas.sink", "en") == "[CLS]/[SEP] sink"
+    assert t("ex.metric.entropy", "en") == "Entropy (bits)" and t("heads.atlas.sink", "en", specials="[CLS]/[SEP]") == "[CLS]/[SEP] sink"
     assert all(t(f"heads.atlas.cell.{k}", "en") == k for k in atlas.TOP_LABELS)  # the codes, as before
     assert [t(f"ex.mode.{k}", "en") for k in MODES] == ["Per head", "Average of heads", "Rollout across layers"]

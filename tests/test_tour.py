@@ -12,6 +12,7 @@ import pytest
 from apptest_support import HOSTILE, assert_ok, charts
 from streamlit.testing.v1 import AppTest
 
+from i18n import t
 from ui import quiz, tour
 from ui.pages import page_file
 
@@ -164,3 +165,68 @@ def test_quiz_three_kinds(entry):
     at = _reveal(at, qid, 0)
     assert at.session_state[quiz.SCORE]["asked"] == 3
     assert any("Quiz score this session" in c.value for c in at.caption)
+
+
+# ---- what each step says about the sidebar's model: from its config and tokenizer (viz.model_notes) ----------------
+def _notes(at) -> str:
+    return " ".join(i.value for i in at.info)
+
+
+def _formula(at) -> str:
+    return " ".join(x.value for x in at.latex)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_e5_tour_says_learned_positions_and_word_starts(entry, lang):
+    at = _open(entry, model="multilingual-e5-small", text="그 동물은 길을 건너지 않았다", lang=lang, step="3")
+    notes = _notes(at)
+    if lang == "en":
+        assert "learns one position vector per position" in notes and "token-type" in notes
+        assert "sinusoidal" not in notes and "multiplies each token's embedding" not in notes
+    else:
+        assert "위치마다 벡터를 하나씩 학습" in notes and "토큰 타입" in notes and "√d_model을 곱하지 않습니다" in notes
+        assert "논문의 sin/cos Positional Encoding을 씁니다" not in notes
+    assert "P[pos]" in _formula(at) and r"\sin" not in _formula(at)
+    at.button(key="tour_back_top").click().run()
+    at.button(key="tour_back_top").click().run()  # step 1
+    assert_ok(at)
+    notes = _notes(at)
+    assert "`▁`" in notes and "`<s>`" in notes and "`</s>`" in notes and "[CLS]" not in notes and "`##`" not in notes
+    assert ("SentencePiece" in notes) and (("word" in notes) if lang == "en" else ("단어의 시작" in notes))
+    tokens = at.dataframe[0].value.iloc[:, 1].tolist()
+    assert tokens[0] == "<s>" and tokens[-1] == "</s>" and any(tok.startswith("▁") for tok in tokens)
+
+
+def test_paper_base_tour_says_sin_cos_and_sqrt_d_model(entry):
+    at = _open(entry, model="paper-base", text="I am good", step="3")
+    notes = _notes(at)
+    assert "paper's sinusoidal Positional Encoding" in notes and "√d_model = √512" in notes
+    assert r"\sin" in _formula(at)
+    at.button(key="tour_back_top").click().run()  # step 2: the scaled embedding
+    assert "multiplies each token's embedding by √d_model" in _notes(at) and r"\sqrt{d_{model}}" in _formula(at)
+
+
+@pytest.mark.slow
+def test_smollm2_tour_says_rotary_rmsnorm_pre_norm_swiglu(entry):
+    text = "The animal didn't cross the street"
+    at = _open(entry, model="smollm2-135m", text=text, step="1")
+    assert "byte-level BPE" in _notes(at) and "`Ġ`" in _notes(at) and "[CLS]" not in _notes(at)
+    at = _open(entry, model="smollm2-135m", text=text, step="3")
+    assert "rotary positions (RoPE)" in _notes(at) and "sinusoidal" not in _notes(at)
+    at = _open(entry, model="smollm2-135m", text=text, step="10", lang="ko")
+    assert "RMSNorm" in _notes(at) and "pre-LN" in _notes(at) and "post-LN" not in _notes(at)
+    assert r"\operatorname{RMSNorm}" in _formula(at)
+    at.button(key="tour_next_top").click().run()  # step 11
+    assert_ok(at)
+    assert "SwiGLU" in _notes(at) and "SiLU" in _notes(at) and "W_{gate}" in _formula(at)
+
+
+def test_decoder_steps_open_at_the_first_decoding_step(entry):
+    at = _open(entry, text="I am good", step=str(tour.STEPS.index("decoder_self") + 1), lang="ko")
+    slider = at.slider(key="tour_dec_step")
+    assert slider.value == 1 and slider.max > 1
+    # the colour bar of the decoder's figures speaks the interface language
+    bars = [json.loads(c).get("data", [{}])[0].get("colorbar", {}).get("title", {}).get("text") for c in charts(at)]
+    assert bars and all(b == t("s2s.axis.weight", "ko") != "weight" for b in bars), bars
+    at.button(key="tour_next_top").click().run()  # cross-attention: still the first step
+    assert at.slider(key="tour_dec_step").value == 1

@@ -25,7 +25,7 @@ from viz.theme import esc
 from . import quiz, runs
 from .state import safe_callback
 from .view import K_HEAD, K_LAYER, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
+from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns
 
 TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "One head", "All heads", "Token view", "Head metrics", "Data"
@@ -45,7 +45,9 @@ def options(view: View) -> tuple[str, bool, bool]:
     mode = c1.segmented_control(t("ex.show", lg), modes, key=K_MODE, persist_state="session",
                                 format_func=lambda m: t(f"ex.mode.{m}", lg),
                                 help=t("ex.show_help", lg)) or "head"
-    hide = c2.toggle(t("ex.hide", lg), key=K_HIDE, persist_state="session", help=t("ex.hide_help", lg))
+    sp = model_specials(view)  # the model's own special tokens: "[CLS]/[SEP]", "<s>/</s>"
+    hide = c2.toggle(t("ex.hide", lg, specials=sp), key=K_HIDE, persist_state="session",
+                     help=t("ex.hide_help", lg, specials=sp))
     merge = c3.toggle(t("ex.merge", lg), key=K_MERGE, persist_state="session",
                       disabled=view.block != "encoder", help=t("ex.merge_help", lg))
     return mode, hide, merge and view.block == "encoder"
@@ -118,7 +120,7 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
         if mode != "head":
             st.info(t("ex.quiz_per_head", lg))
         elif row is None:
-            st.info(t("ex.hidden_token", lg, token=view.token,
+            st.info(t("ex.hidden_token", lg, token=view.token, specials=model_specials(view),
                       text=md_escape(view.trace.axis_tokens(view.block)[0][view.token])))
         elif not quiz.attend_question(view, view.layer, view.head, mat, d.rows, d.cols, lg, row=row,
                                       tag=(view.block, *opts)):
@@ -136,9 +138,9 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
     st.caption(t("ex.one_head.caption", lg))
 
 
-def metric_labels(lang: str) -> dict[str, str]:
-    """analysis.metrics.METRICS in the interface language."""
-    return {k: t(f"ex.metric.{k}", lang) for k in am.METRICS}
+def metric_labels(lang: str, specials: str) -> dict[str, str]:
+    """analysis.metrics.METRICS in the interface language; `specials` names the model's special tokens."""
+    return {k: t(f"ex.metric.{k}", lang, specials=specials) for k in am.METRICS}
 
 
 def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
@@ -149,7 +151,7 @@ def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
         elif not quiz.prev_head_question(view, view.layer, lg):
             return
     metrics = runs.block_metrics(view.model_name, view.device, view.text, view.block)
-    colours = {"thumbs": t("ex.thumbs", lg), **metric_labels(lg)}
+    colours = {"thumbs": t("ex.thumbs", lg), **metric_labels(lg, model_specials(view))}
     colour = st.selectbox(t("ex.colour_by", lg), list(colours), format_func=colours.get, key=K_COLOUR,
                           persist_state="session")
     metric = metrics[colour] if colour != "thumbs" else None
@@ -165,7 +167,7 @@ def all_heads(view: View, d: Derived, mode: str, opts: tuple) -> None:
         table, rows, cols = (metric, [t("ex.layer_n", lg, i=i) for i in range(L)],
                              [t("ex.head_n", lg, i=h) for h in range(H)])
     else:  # thumbnails: export every metric per head (the pooled pixels are not worth a CSV)
-        table, rows, cols = metrics_table(metrics, lg)
+        table, rows, cols = metrics_table(metrics, lg, model_specials(view))
     chart(fig, K_GRID, Export(table, rows, cols, name, filename=name, make_figure=lambda: grid_figure_mpl(
         d.att, title=name, subtitle=view.text, metric=metric, metric_label=colours[colour], lang=lg)),
         on_select=_select_from_grid, selection_mode="points",
@@ -178,7 +180,8 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     row = d.row_of_token.get(view.token)
     rows_tok, _ = view.trace.axis_tokens(view.block)
     if row is None:
-        st.info(t("ex.hidden_token", lg, token=view.token, text=md_escape(rows_tok[view.token])))
+        st.info(t("ex.hidden_token", lg, token=view.token, text=md_escape(rows_tok[view.token]),
+                  specials=model_specials(view)))
         return
     H = d.att.shape[1]
     names = head_names(d, mode, lg)
@@ -203,25 +206,28 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     if mode != "head":
         for r in table:
             r["head"] = names[r["head"]]
-    table = rename_columns(table, lg)
+    table = rename_columns(table, lg, specials=model_specials(view))
     st.dataframe(table, hide_index=True, key="ex_top_table", height=min(420, 36 * len(table) + 40))
 
 
-def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en") -> tuple[np.ndarray, list[str], list[str]]:
-    """Every metric per head: ((L*H, 6) values, 'Layer i Head h' rows, metric names)."""
+def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en",
+                  specials: str = "") -> tuple[np.ndarray, list[str], list[str]]:
+    """Every metric per head: ((L*H, 6) values, 'Layer i Head h' rows, metric names; `specials` names the model's
+    special tokens, default "special tokens")."""
+    specials = specials or t("notes.specials.none", lang)
     L, H = next(iter(metrics.values())).shape
     table = np.stack([metrics[k].ravel() for k in am.METRICS], axis=1)  # (L*H, 6)
     return (table, [t("ex.metrics.row", lang, layer=i // H, head=i % H) for i in range(L * H)],
-            list(metric_labels(lang).values()))
+            list(metric_labels(lang, specials).values()))
 
 
 def metrics_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     lg = view.lang
     metrics = runs.block_metrics(view.model_name, view.device, view.text, view.block)
-    rows = rename_columns(am.metrics_rows(metrics), lg)
+    rows = rename_columns(am.metrics_rows(metrics), lg, specials=model_specials(view))
     st.dataframe(rows, hide_index=True, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
     st.caption(t("ex.metrics.caption", lg))
-    st.download_button(t("ex.metrics.csv", lg), lambda: matrix_csv(*metrics_table(metrics, lg)),
+    st.download_button(t("ex.metrics.csv", lg), lambda: matrix_csv(*metrics_table(metrics, lg, model_specials(view))),
                        f"{view.model_name}-head-metrics.csv", "text/csv", key="ex_metrics_csv")
 
 

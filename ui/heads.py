@@ -20,7 +20,7 @@ from . import runs
 from .readable import MULTILINGUAL
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, rename_columns
+from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
@@ -192,7 +192,7 @@ def beyond_weights(view: View) -> None:
     lg = view.lang
     where = layer_head(view.layer, view.head, lg)
     vn = runs.value_norms(view.model_name, view.device, view.text)
-    st.caption(t("heads.note.norms", lg))
+    st.caption(t("heads.note.norms", lg, specials=model_specials(view)))
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
     for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
         with col:
@@ -200,7 +200,7 @@ def beyond_weights(view: View) -> None:
                                    f"{t(f'heads.beyond.{key[3:]}', lg)} · {where}", view.text, f"value-{key[3:]}"))
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
     H = vn.weights.shape[1]
-    chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg), "hl_special", Export(
+    chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special", Export(
         share, [t("ex.metrics.row", lg, layer=i // H, head=i % H) for i in range(len(share))],
         [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
         view.text, "special-shares"))
@@ -235,11 +235,12 @@ def atlas(view: View) -> None:
     at = runs.head_atlas(view.model_name, view.device,
                           **({"task": "copy"} if has_tasks(view) else {}))
     idx = at.top_label_index().astype(float)
-    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_atlas", Export(
+    chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg,
+                         specials=model_specials(view)), "hl_atlas", Export(
         idx, *axes(idx, lg), t("heads.atlas.export", lg), filename="head-atlas"))
     st.markdown(t("heads.atlas.best", lg, where=layer_head(view.layer, view.head, lg)))
     examples = at.examples(view.layer, view.head)
-    examples = [{**r, "label": t(f"heads.atlas.{r['label']}", lg)} for r in examples]
+    examples = [{**r, "label": t(f"heads.atlas.{r['label']}", lg, specials=model_specials(view))} for r in examples]
     st.dataframe(rename_columns(examples, lg), hide_index=True, key="hl_examples")
     c1, c2 = st.columns(2)
     c1.download_button(t("heads.atlas.csv", lg), lambda: at.to_csv(), f"{view.model_name}-head-atlas.csv", "text/csv",

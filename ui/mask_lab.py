@@ -11,7 +11,7 @@ from viz import masks as vm
 from . import runs, store
 from .labs import draw_stages, set_state
 from .view import View
-from .widgets import Export, chart, layer_head
+from .widgets import Export, chart, layer_head, model_pad
 
 MASK_EXAMPLES = ["padding", "causal", "combined"]  # catalogue "masks.example.<name>"
 
@@ -53,7 +53,8 @@ def padding_section(view: View) -> None:
         layer = min(view.layer, view.model.config.n_encoder_layers - 1)
         head = min(view.head, view.model.n_heads("encoder") - 1)  # the sidebar's head may be a decoder block's
         run = runs.padded_run(view.model_name, view.device, view.text, second, layer)
-        st.plotly_chart(vm.batch_mask_heatmap(run.tokens, run.mask, lecture=view.lecture, lang=lg), key="mask_batch")
+        st.plotly_chart(vm.batch_mask_heatmap(run.tokens, run.mask, lecture=view.lecture, lang=lg,
+                                                pad=model_pad(view)), key="mask_batch")
         row = st.radio(t("masks.show_sentence", lg), [0, 1], index=1, horizontal=True, key="mask_row",
                        persist_state="session", format_func=lambda i: t(
                            "masks.row_padded" if not run.mask[i].all() else "masks.row_unpadded", lg, i=i + 1))

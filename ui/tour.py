@@ -26,6 +26,7 @@ from model.trace import AttentionTrace
 from viz import seq2seq as vs
 from viz import tour as vt
 from viz.heatmap import heatmap
+from viz.model_notes import step_formula, step_notes
 from viz.positional import embedding_triptych
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
@@ -33,7 +34,7 @@ from viz.theme import esc
 from . import quiz, runs, store
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
-from .widgets import Export, chart, session_lang
+from .widgets import Export, chart, model_facts, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
          "ffn", "decoder_self", "cross", "output")
@@ -129,7 +130,11 @@ def render(view: View) -> None:
     quiz_on = st.toggle(t("quiz.toggle", lg), key="quiz_on", help=t("quiz.toggle_help", lg))
     quiz.score_line(lg)
     st.markdown(t(f"tour.{key}.body", lg))
-    st.latex(FORMULAS[key])
+    facts = None if key in DECODER_STEPS else model_facts(view.model)
+    notes = step_notes(key, facts, lg) if facts else []
+    if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
+        st.info(" ".join(notes), icon=":material/memory:")
+    st.latex((step_formula(key, facts) if facts else None) or FORMULAS[key])
     if key in DECODER_STEPS:
         _decoder_step(view, key, lg, quiz_on)
     elif view.trace is None or not view.text.strip():
@@ -194,7 +199,6 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
                                             f"{view.model_name}-embedding"))
         return
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
-    st.caption(t(f"tour.positional.{'learned' if view.model.config.positional == 'learned' else 'sinusoidal'}", lg))
     fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg))
     st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
 
@@ -277,17 +281,15 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
 
 def _sublayers(ctx: _Ctx, key: str) -> None:
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
-    pre_ln = view.model.config.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2)
+    pre_ln = view.model.config.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2): said by the step's notes
     sub = sublayer_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer)
     d = sub["x"].shape[1]
-    if pre_ln:
-        st.info(t("tour.pre_ln", lg, model=view.model_name), icon=":material/info:")
     if key == "add_norm":
         norm, title = ("norm2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
         figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
                                    lecture=view.lecture)
     else:
-        act = view.model.activation.upper()
+        act = model_facts(view.model).act_name
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
@@ -315,7 +317,7 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     n = len(run.steps)
     ss = st.session_state
     if not isinstance(ss.get("tour_dec_step"), int) or not 1 <= ss["tour_dec_step"] <= n:
-        ss["tour_dec_step"] = n if key != "output" else 1
+        ss["tour_dec_step"] = 1  # every decoder step opens at decoding step 1 (the first new token)
     step = st.slider(t("tour.dec_step", lg), 1, n, key="tour_dec_step") if n > 1 else 1
     s = run.steps[step - 1]
     where = t("tour.layer_n", lg, i=layer) + " · " + (t("tour.head_mean", lg) if head == "mean"
@@ -324,26 +326,26 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     st.caption(t("tour.dec_inputs", lg, step=step, n=n))
     st.code(" ".join(s.inputs), language=None, wrap_lines=True)
     if key == "decoder_self":
-        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture)
+        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
                  t("tour.axis.dec_input", lg))
         title = f"{DECODER_MODEL} · " + t("tour.fig.dec_self", lg, where=where, step=step)
         chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
                                            view.text, f"{DECODER_MODEL}-decoder-self", heatmap=dict(masked=blocked)))
     elif key == "cross":
-        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture)
+        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
         title = f"{DECODER_MODEL} · " + t("tour.fig.cross", lg, where=where)
         chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
                                         view.text, f"{DECODER_MODEL}-cross"))
-        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture)
+        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
                                             out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
                         key="tour_cross_row")
     else:
         if quiz_on and not quiz.next_token_question(view, run, step, lg):
             return
-        fig = vs.topk_figure(run, step, lecture=view.lecture)
+        fig = vs.topk_figure(run, step, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
                                  t("tour.axis.probability", lg)), key="tour_topk")
         st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))

@@ -17,6 +17,7 @@ from analysis.metrics import METRICS
 from i18n import DEFAULT_LANG, LANGS, catalogue, pick_lang, t
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
+from viz.model_notes import ModelFacts, pad_label, specials_label
 
 PLOTLY_CONFIG = {"displaylogo": False}
 LANG_KEY = "lang"  # the sidebar's language widget (ui.state.K_LANG)
@@ -66,17 +67,33 @@ def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):
     return st.tabs(labels, key=key, **kwargs)
 
 
-def rename_columns(rows: list[dict], lang: str, names: dict[str, str] | None = None) -> list[dict]:
+def rename_columns(rows: list[dict], lang: str, names: dict[str, str] | None = None, **fmt) -> list[dict]:
     """Table rows with their headers in the interface language. analysis/ returns rows keyed by plain names
     ("layer", "most_attended", "entropy"); each is shown as the catalogue's "col.<name>" (a metric:
     "ex.metric.<name>"), or as `names[name]` (a label already in the interface language) when given; a header with no
-    entry stays as it is."""
+    entry stays as it is. `fmt` fills the headers' placeholders (specials=..., model_specials)."""
     if not rows:
         return rows
     cat = catalogue(lang)
+    fmt.setdefault("specials", t("notes.specials.none", lang))  # "Mass on {specials}" where the caller names none
     keys = {k: f"ex.metric.{k}" if k in METRICS else f"col.{k}" for k in rows[0]}
-    new = {k: (names or {}).get(k) or (t(keys[k], lang) if keys[k] in cat else k) for k in rows[0]}
+    new = {k: (names or {}).get(k) or (t(keys[k], lang, **fmt) if keys[k] in cat else k) for k in rows[0]}
     return [{new.get(k, k): v for k, v in r.items()} for r in rows]
+
+
+def model_facts(model) -> ModelFacts:
+    """What the captions say about a loaded model, from its config and tokenizer (viz.model_notes)."""
+    return ModelFacts.from_model(model)
+
+
+def model_specials(view) -> str:
+    """The view's model's own special tokens for a label ("[CLS]/[SEP]", "<s>/</s>", or "special tokens")."""
+    return specials_label(model_facts(view.model), view.lang)
+
+
+def model_pad(view) -> str:
+    """The view's model's padding token ("[PAD]", "<pad>")."""
+    return pad_label(model_facts(view.model), view.lang)
 
 
 @dataclass

@@ -121,9 +121,10 @@ def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
                     colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), **kw))
 
 
-def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en") -> go.Figure:
+def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
     """Per head: share of the weight (x) vs share of the norm (y) on special tokens; below the diagonal = the
-    head looks at [CLS]/[SEP] but takes little from them."""
+    head looks at the special tokens ([CLS]/[SEP], <s>/</s>: `specials`, the model's own) but takes little from
+    them."""
     w, s = vn.special_weight_share, vn.special_norm_share
     L, H = w.shape
     names = [f"L{la}·H{h}" for la in range(L) for h in range(H)]
@@ -137,7 +138,8 @@ def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en") -> go.
              hovertemplate=f"%{{text}}<br>{tr('heads.viz.weight_on_specials', lang)} %{{x:.2f}}<br>"
                            f"{tr('heads.viz.norm_on_specials', lang)} %{{y:.2f}}<extra></extra>", showlegend=False),
     ]
-    layout = base_layout(lecture, 420, tr("heads.viz.special_title", lang))
+    layout = base_layout(lecture, 420, tr("heads.viz.special_title", lang,
+                                                specials=specials or tr("notes.specials.none", lang)))
     layout.update(xaxis=dict(title=dict(text=tr("heads.viz.share_weight", lang)), range=[0, 1.02]),
                   yaxis=dict(title=dict(text=tr("heads.viz.share_norm", lang)), range=[0, 1.02]))
     return figure(data, _fit(layout))
@@ -208,10 +210,12 @@ def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
 
 
 # ---- atlas, logit lens ---------------------------------------------------------------------------------------------
-def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
-    """Layer x head grid coloured by each head's top label; hover shows every score."""
+def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
+    """Layer x head grid coloured by each head's top label; hover shows every score. `specials` names the model's
+    special tokens in the sink label ("[CLS]/[SEP]", "<s>/</s>"; default "special tokens")."""
     names = atlas.label_names
-    titles = {k: tr(f"heads.atlas.{k}", lang) for k in (*names, *atlas.scores)}
+    sp = specials or tr("notes.specials.none", lang)
+    titles = {k: tr(f"heads.atlas.{k}", lang, specials=sp) for k in (*names, *atlas.scores)}
     idx = atlas.top_label_index()
     L, H = idx.shape
     rows, cols = _head_axes(L, H, lang)

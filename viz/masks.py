@@ -29,15 +29,17 @@ def mask_heatmap(mask: np.ndarray, rows: list[str], cols: list[str], *, title: s
 
 
 def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False,
-                       lang: str = "en") -> go.Figure:
-    """The (b, n) padding mask of a batch, each cell labelled with its token."""
+                       lang: str = "en", pad: str | None = None) -> go.Figure:
+    """The (b, n) padding mask of a batch, each cell labelled with its token; `pad` names the model's padding token
+    in the colour bar ("[PAD]", "<pad>"; default "padding")."""
     b, n = mask.shape
+    blocked = t("masks.pad_blocked", lang, pad=esc(pad or t("notes.pad.none", lang)))
     text = [[esc(t, 12) for t in row] for row in tokens]
     heat = dict(type="heatmap", z=mask.astype(np.float32), x=[str(j) for j in range(n)],
                 y=[t("masks.sentence_n", lang, i=i + 1) for i in range(b)], text=text, texttemplate="%{text}",
                 textfont=dict(size=cell_font_size(lecture) + 1), colorscale=MASK_SCALE, zmin=0, zmax=1,
                 xgap=2, ygap=2, hovertemplate="%{y}, " + t("masks.axis.position", lang) + " %{x}: %{text}<extra></extra>",
-                colorbar=dict(tickvals=[0.25, 0.75], ticktext=[t("masks.pad_blocked", lang), t("masks.real_token", lang)]))
+                colorbar=dict(tickvals=[0.25, 0.75], ticktext=[blocked, t("masks.real_token", lang)]))
     layout = base_layout(lecture, 120 + 70 * b, t("masks.fig.batch", lang))
     layout.update(xaxis=dict(title=dict(text=t("masks.axis.position", lang)), type="category"),
                   yaxis=dict(autorange="reversed", type="category"))

@@ -1,0 +1,266 @@
+"""What the guided tour says about *this* model, derived from its configuration and its tokenizer (no Streamlit, no
+model runs): how it marks word pieces and which special tokens it adds (step 1), whether it scales its embeddings
+(step 2), how positions enter (step 3: the paper's sin/cos, learned vectors and token types, rotary, none),
+grouped-query attention and rotated queries and keys (steps 4-5), the causal mask of a decoder-only model (step 6),
+the norm's kind and placement (step 10), the Feed Forward's activation and gate (step 11); plus each step's formula
+as the model computes it, and the label of the model's own special tokens ("[CLS]/[SEP]", "<s>/</s>") for the
+pages that name them.
+
+    facts = ModelFacts.from_model(loaded)       # or ModelFacts(...) from a config and a tokenizer's specials
+    step_notes("positional", facts, "ko")       # ["multilingual-e5-small은 위치마다 벡터를 학습해 ...", ...]
+    step_formula("ffn", facts)                  # LaTeX
+    specials_label(facts, "en")                 # "<s>/</s>"
+
+Nothing here guesses from a model's name: a new local folder gets the captions its config and tokenizer call for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from i18n import t
+
+# the FFN's activation by its config name, as the captions and formulas write it
+_ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_python": "GELU", "gelu_new": "GELU (tanh)",
+              "gelu_pytorch_tanh": "GELU (tanh)", "gelu_fast": "GELU (tanh)", "gelu_accurate": "GELU (tanh)",
+              "quick_gelu": "QuickGELU", "silu": "SiLU", "swish": "SiLU", "mish": "Mish", "tanh": "tanh",
+              "sigmoid": "sigmoid", "relu2": "ReLU²", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
+              "hardswish": "HardSwish", "linear": "identity"}
+# a gated FFN's usual name by its activation (Shazeer 2020, "GLU Variants Improve Transformer")
+_GLU_NAMES = {"SiLU": "SwiGLU", "GELU": "GeGLU", "GELU (tanh)": "GeGLU", "ReLU": "ReGLU", "identity": "Bilinear"}
+# the marks of each piece scheme, for a tokenizer that does not say (a WordLevel model): read from the tokens
+_MARKS = (("sentencepiece", "\u2581"), ("bytelevel", "\u0120"), ("wordpiece", "##"))
+MAX_VOCAB_SPECIALS = 4  # special tokens of the vocabulary named when a model adds none to the text
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The facts the tour's captions are made of (TransformerConfig's fields plus the tokenizer's)."""
+
+    name: str
+    kind: str = "encoder"  # "encoder" | "decoder" (decoder-only) | "encoder-decoder"
+    d_model: int = 512
+    n_heads: int = 8
+    kv_heads: int = 8
+    positional: str = "sinusoidal"  # sinusoidal | learned | rotary | none
+    max_positions: int = 512
+    rope_theta: float = 10000.0
+    type_vocab_size: int = 0
+    embedding_layer_norm: bool = False
+    scale_embeddings: bool = True
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    norm_placement: str = "post"  # post | pre
+    activation: str = "relu"
+    gated_ffn: bool = False
+    bias: bool = True
+    scheme: str | None = None  # "wordpiece" | "sentencepiece" | "bytelevel" | None (TextTokenizer.scheme)
+    before: tuple[str, ...] = ()  # special tokens the model puts before a text ("[CLS]"; "<copy>")
+    after: tuple[str, ...] = ()  # and after it ("[SEP]"; "</s>")
+    vocab_specials: tuple[str, ...] = ()  # the vocabulary's special tokens (TextTokenizer.special_tokens)
+    pad: str | None = None  # the padding token ("[PAD]", "<pad>")
+
+    @classmethod
+    def from_config(cls, name: str, config, *, scheme: str | None = None, tokens: list[str] | None = None,
+                    special: list[bool] | None = None, vocab_specials=(), pad: str | None = None) -> ModelFacts:
+        """From a TransformerConfig and, optionally, one encoded text (`tokens` with their `special` flags: the
+        specials before its first text token and after its last are the model's wrapping ones)."""
+        before, after = wrapping_specials(tokens or [], special or [])
+        return cls(name=name, kind=config.kind, d_model=config.d_model, n_heads=config.n_heads,
+                   kv_heads=config.kv_heads, positional=config.positional, max_positions=config.max_positions,
+                   rope_theta=config.rope_theta, type_vocab_size=config.type_vocab_size,
+                   embedding_layer_norm=config.embedding_layer_norm, scale_embeddings=config.scale_embeddings,
+                   norm=config.norm, norm_placement=config.norm_placement, activation=config.activation,
+                   gated_ffn=config.gated_ffn, bias=config.bias,
+                   scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
+                   before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad)
+
+    @classmethod
+    def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:
+        """From a loaded model (model.loaded.LoadedModel): its config, its tokenizer's scheme and specials, and the
+        specials it puts around a short probe text (only tokenized, never run)."""
+        tok = loaded.tokenizer
+        try:
+            enc = loaded.encode_source(probe)
+            tokens, special = list(enc.tokens), list(enc.special)
+        except ValueError:  # a tokenizer that cannot read the probe (InputError): no wrapping specials
+            tokens, special = [], []
+        cfg = loaded.config
+        return cls.from_config(loaded.name, cfg, scheme=getattr(tok, "scheme", None), tokens=tokens, special=special,
+                               vocab_specials=getattr(tok, "special_tokens", ()), pad=tok.id_to_token(cfg.pad_id))
+
+    @property
+    def specials(self) -> tuple[str, ...]:
+        """The distinct special tokens the model adds to a text, in order ("[CLS]", "[SEP]")."""
+        return tuple(dict.fromkeys((*self.before, *self.after)))
+
+    @property
+    def act_name(self) -> str:
+        return _ACT_NAMES.get(self.activation, self.activation.upper())
+
+
+def wrapping_specials(tokens: list[str], special: list[bool]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the special tokens before the first non-special token, those after the last one)."""
+    flags = list(special)[: len(tokens)]
+    text = [i for i, s in enumerate(flags) if not s]
+    if not text:
+        return tuple(tok for tok, s in zip(tokens, flags) if s), ()
+    return tuple(tokens[: text[0]]), tuple(tokens[text[-1] + 1:])
+
+
+def scheme_from_tokens(tokens: list[str]) -> str | None:
+    """The piece scheme read from the marks in some tokens (`▁`, `Ġ`, `##`), or None."""
+    for scheme, mark in _MARKS:
+        if any(tok.startswith(mark) and len(tok) >= len(mark) for tok in tokens):
+            return scheme
+    return None
+
+
+def code(tokens) -> str:
+    """Tokens as inline code for markdown: `<s>`, `</s>` (backticks inside a token removed)."""
+    return ", ".join(f"`{str(tok).replace('`', '')}`" for tok in tokens)
+
+
+def specials_label(facts: ModelFacts, lang: str) -> str:
+    """The model's special tokens as the pages name them: "[CLS]/[SEP]", "<s>/</s>", or, for a model that adds
+    none (a language model such as SmolLM2), "special tokens"."""
+    return "/".join(facts.specials) if facts.specials else t("notes.specials.none", lang)
+
+
+def pad_label(facts: ModelFacts, lang: str) -> str:
+    """The model's padding token ("[PAD]", "<pad>"), or "padding"."""
+    return facts.pad or t("notes.pad.none", lang)
+
+
+# ---- the captions, step by step --------------------------------------------------------------------------------------
+def _tokens(f: ModelFacts, lg: str) -> list[str]:
+    out = [t(f"notes.tokens.{f.scheme or 'plain'}", lg, model=f.name)]
+    if f.before and f.after:
+        out.append(t("notes.tokens.wrap", lg, before=code(f.before), after=code(f.after)))
+    elif f.before:
+        out.append(t("notes.tokens.before", lg, before=code(f.before)))
+    elif f.after:
+        out.append(t("notes.tokens.after", lg, after=code(f.after)))
+    elif f.vocab_specials:
+        out.append(t("notes.tokens.none", lg, vocab=code(f.vocab_specials[:MAX_VOCAB_SPECIALS])))
+    if f.pad and f.pad not in f.specials:
+        out.append(t("notes.tokens.pad", lg, pad=code([f.pad])))
+    return out
+
+
+def _scaling(f: ModelFacts, lg: str) -> str:
+    if f.scale_embeddings:
+        return t("notes.embedding.scaled", lg, model=f.name, d=f.d_model, s=math.sqrt(f.d_model))
+    return t("notes.embedding.unscaled", lg, model=f.name)
+
+
+def _positional(f: ModelFacts, lg: str) -> list[str]:
+    if f.positional == "sinusoidal":
+        out = [t("notes.positional.sinusoidal", lg, model=f.name)]
+    elif f.positional == "learned":
+        out = [t("notes.positional.learned", lg, model=f.name, n=f.max_positions)]
+    elif f.positional == "rotary":
+        out = [t("notes.positional.rotary", lg, model=f.name, theta=f.rope_theta)]
+    else:
+        out = [t("notes.positional.none", lg, model=f.name)]
+    if f.type_vocab_size:
+        out.append(t("notes.positional.token_types", lg, n=f.type_vocab_size))
+    if f.positional != "rotary":
+        out.append(_scaling(f, lg))
+    if f.embedding_layer_norm:
+        out.append(t("notes.positional.emb_norm", lg))
+    return out
+
+
+def _qkv(f: ModelFacts, lg: str) -> list[str]:
+    out = []
+    if f.kv_heads != f.n_heads:
+        out.append(t("notes.qkv.gqa", lg, model=f.name, h=f.n_heads, kv=f.kv_heads, g=f.n_heads // f.kv_heads))
+    if f.positional == "rotary":
+        out.append(t("notes.qkv.rotary", lg))
+    return out
+
+
+def _add_norm(f: ModelFacts, lg: str) -> list[str]:
+    norm = t(f"notes.norm.{f.norm}", lg)
+    out = [t(f"notes.add_norm.{f.norm_placement}", lg, model=f.name, norm=norm)]
+    out.append(t(f"notes.add_norm.{f.norm}", lg))
+    return out
+
+
+def _ffn(f: ModelFacts, lg: str) -> list[str]:
+    if f.gated_ffn:
+        glu = _GLU_NAMES.get(f.act_name, f"{f.act_name}-GLU")
+        return [t("notes.ffn.gated", lg, model=f.name, act=f.act_name, glu=glu)]
+    return [t("notes.ffn.plain", lg, model=f.name, act=f.act_name)]
+
+
+def step_notes(step: str, facts: ModelFacts, lang: str) -> list[str]:
+    """The model-specific captions of one tour step (viz-free markdown, in `lang`); [] for a step that says nothing
+    about the model. Steps: ui.tour.STEPS."""
+    f, lg = facts, lang
+    if step == "tokens":
+        return _tokens(f, lg)
+    if step == "embedding":
+        return [_scaling(f, lg)]
+    if step == "positional":
+        return _positional(f, lg)
+    if step == "qkv":
+        return _qkv(f, lg)
+    if step == "scores" and f.positional == "rotary":
+        return [t("notes.scores.rotary", lg)]
+    if step == "mask" and f.kind == "decoder":
+        return [t("notes.mask.causal", lg, model=f.name)]
+    if step == "add_norm":
+        return _add_norm(f, lg)
+    if step == "ffn":
+        return _ffn(f, lg)
+    return []
+
+
+# ---- the formulas, as the model computes them ------------------------------------------------------------------------
+PAPER_PE = (r"PE_{(pos, 2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\;"
+            r"PE_{(pos, 2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+
+
+def _op(name: str) -> str:
+    """An activation's name as a LaTeX operator ("GELU (tanh)" -> \\operatorname{GELU_{tanh}})."""
+    base, _, variant = name.partition(" (")
+    base = base.replace("²", "^2")
+    return rf"\operatorname{{{base}}}" + (rf"_{{\text{{{variant.rstrip(')')}}}}}" if variant else "")
+
+
+def step_formula(step: str, facts: ModelFacts) -> str | None:
+    """The step's formula as this model computes it (LaTeX), or None where the tour's general formula holds."""
+    f = facts
+    if step == "embedding":
+        return r"X = E[t]" + (r"\,\sqrt{d_{model}}" if f.scale_embeddings else "") + r" \in \mathbb{R}^{n \times d_{model}}"
+    if step == "positional":
+        types = r" + T[\text{type}]" if f.type_vocab_size else ""
+        if f.positional == "sinusoidal":
+            total = r"X + PE" + types
+        elif f.positional == "learned":
+            total = r"X + P[pos]" + types
+        elif f.positional == "rotary":
+            return (r"q'_m = R_{\Theta, m}\, q_m,\quad k'_n = R_{\Theta, n}\, k_n,\quad "
+                    rf"\theta_i = {f.rope_theta:g}^{{-2i/d_k}},\quad q'_m \cdot k'_n \text{{ depends on }} m - n")
+        else:
+            total = "X" + types
+        total = rf"\operatorname{{LayerNorm}}({total})" if f.embedding_layer_norm else total
+        return (PAPER_PE + r",\; " if f.positional == "sinusoidal" else "") + r"X' = " + total
+    if step == "add_norm":
+        norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LayerNorm}"
+        if f.norm == "rmsnorm":
+            inner = r"\gamma \odot \frac{s}{\sqrt{\frac{1}{d}\sum_j s_j^2 + \epsilon}}"
+        else:
+            inner = r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
+        if f.norm_placement == "pre":
+            return rf"x + \operatorname{{Sublayer}}({norm}(x)),\quad {norm}(s) = {inner}"
+        return rf"{norm}(x + \operatorname{{Sublayer}}(x)) = {inner}"
+    if step == "ffn":
+        b1, b2 = (" + b_1", " + b_2") if f.bias else ("", "")
+        act = _op(f.act_name)
+        if f.gated_ffn:
+            return rf"\operatorname{{FFN}}(x) = \left({act}(x W_{{gate}}) \odot x W_1\right) W_2{b2}"
+        return rf"\operatorname{{FFN}}(x) = {act}(x W_1{b1})\, W_2{b2}"
+    return None

@@ -15,7 +15,15 @@ from model.hf.load import load_local
 from model.registry import load_model
 from model.tokenizer import TextTokenizer, tokenizer_scheme
 from ui.tour import STEPS
-from viz.model_notes import ModelFacts, pad_label, scheme_from_tokens, specials_label, step_formula, step_notes
+from viz.model_notes import (
+    ModelFacts,
+    pad_label,
+    piece_example,
+    scheme_from_tokens,
+    specials_label,
+    step_formula,
+    step_notes,
+)
 
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
@@ -48,7 +56,7 @@ def test_e5_learned_positions_and_token_types_never_sin_cos(facts):
     en, ko = notes(f, "positional"), notes(f, "positional", "ko")
     assert "learns one position vector per position" in en and "token-type" in en
     assert "uses no sin/cos table" in en and "paper's sinusoidal" not in en and "multiplies" not in en
-    assert "does not scale" in en and "LayerNorm" in en
+    assert "not multiplied by √d_model" in en and "LayerNorm" in en and en.count("multilingual-e5-small") == 1
     assert "학습" in ko and "토큰 타입" in ko and "곱하지 않습니다" in ko and "논문의 sin/cos Positional" not in ko
     formula = step_formula("positional", f)
     assert "P[pos]" in formula and r"T[\text{type}]" in formula and r"\sin" not in formula
@@ -76,7 +84,7 @@ def test_paper_base_sin_cos_and_sqrt_d_model(facts):
     f = facts["paper-base"]
     en, ko = notes(f, "positional"), notes(f, "positional", "ko")
     assert "paper's sinusoidal Positional Encoding" in en and "√d_model = √512 ≈ 22.6" in en
-    assert "sin/cos Positional Encoding" in ko and "√512 ≈ 22.6을 곱합니다" in ko
+    assert "sin/cos Positional Encoding" in ko and "√512 ≈ 22.6을 곱합니다" in ko and "위치 벡터를 더하기 전에" in ko
     assert r"\sin" in step_formula("positional", f) and r"\sqrt{d_{model}}" in step_formula("embedding", f)
     assert "ReLU" in notes(f, "ffn") and r"\operatorname{ReLU}(x W_1 + b_1)" in step_formula("ffn", f)
 
@@ -134,3 +142,16 @@ def test_a_whole_word_tokenizer_with_roberta_specials(facts):
     assert "adds no position information" in notes(f, "positional") and step_formula("positional", f) \
         == r"X' = \operatorname{LayerNorm}(X)"
     assert t("ex.hide", "ko", specials=specials_label(f, "ko")) == "<s>/</s> 숨기고 다시 정규화"
+
+
+def test_step_one_shows_a_piece_of_the_sentence(facts):
+    enc = load_model("multilingual-e5-small", "cpu").tokenizer.encode("그 동물은 길을 건너지 않았다")
+    en = " ".join(step_notes("tokens", facts["multilingual-e5-small"], "en", tokens=enc.tokens,
+                                         special=enc.special))
+    assert "for example: `▁동물` `은`" in en
+    ko = " ".join(step_notes("tokens", facts["multilingual-e5-small"], "ko", tokens=enc.tokens, special=enc.special))
+    assert "이 문장의 예: `▁동물` `은`" in ko
+    assert "`didn` `##t`" not in notes(facts["minilm-l6"], "tokens")  # no sentence: no example
+    assert piece_example("wordpiece", ["[CLS]", "un", "##believ", "[SEP]"], [True, False, False, True]) \
+        == ("un", "##believ")
+    assert piece_example("bytelevel", ["The", "Ġanimal"]) == ("Ġanimal",) and piece_example(None, ["a"]) == ()

@@ -193,6 +193,7 @@ def test_e5_tour_says_learned_positions_and_word_starts(entry, lang):
     notes = _notes(at)
     assert "`▁`" in notes and "`<s>`" in notes and "`</s>`" in notes and "[CLS]" not in notes and "`##`" not in notes
     assert ("SentencePiece" in notes) and (("word" in notes) if lang == "en" else ("단어의 시작" in notes))
+    assert "`▁동물` `은`" in notes  # a word of this sentence, as its pieces
     tokens = at.dataframe[0].value.iloc[:, 1].tolist()
     assert tokens[0] == "<s>" and tokens[-1] == "</s>" and any(tok.startswith("▁") for tok in tokens)
 

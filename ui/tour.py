@@ -131,7 +131,9 @@ def render(view: View) -> None:
     quiz.score_line(lg)
     st.markdown(t(f"tour.{key}.body", lg))
     facts = None if key in DECODER_STEPS else model_facts(view.model)
-    notes = step_notes(key, facts, lg) if facts else []
+    tr = view.trace if view.trace is not None and view.text.strip() else None
+    notes = step_notes(key, facts, lg, tokens=tr.source_tokens if tr else None,
+                       special=tr.source_special if tr else None) if facts else []
     if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
         st.info(" ".join(notes), icon=":material/memory:")
     st.latex((step_formula(key, facts) if facts else None) or FORMULAS[key])

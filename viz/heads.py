@@ -139,7 +139,7 @@ def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specia
                            f"{tr('heads.viz.norm_on_specials', lang)} %{{y:.2f}}<extra></extra>", showlegend=False),
     ]
     layout = base_layout(lecture, 420, tr("heads.viz.special_title", lang,
-                                                specials=specials or tr("notes.specials.none", lang)))
+                                                specials=esc(specials or tr("notes.specials.none", lang))))
     layout.update(xaxis=dict(title=dict(text=tr("heads.viz.share_weight", lang)), range=[0, 1.02]),
                   yaxis=dict(title=dict(text=tr("heads.viz.share_norm", lang)), range=[0, 1.02]))
     return figure(data, _fit(layout))
@@ -233,7 +233,7 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", s
                  textfont=dict(size=cell_font_size(lecture) - 1),
                  hovertemplate="%{y} · %{x}<br>%{customdata}<extra></extra>", showscale=False)]
     for lab in names:  # legend entries for the categories
-        data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=titles.get(lab, "mixed"),
+        data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=esc(titles.get(lab, "mixed")),
                          marker=dict(symbol="square", size=12, color=ATLAS_COLOURS[lab],
                                      line=dict(color="#666", width=1))))
     layout = base_layout(lecture, 40 * L + 220, tr("heads.viz.atlas", lang, model=esc(atlas.model),

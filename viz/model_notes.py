@@ -132,9 +132,31 @@ def pad_label(facts: ModelFacts, lang: str) -> str:
     return facts.pad or t("notes.pad.none", lang)
 
 
+def piece_example(scheme: str | None, tokens: list[str], special: list[bool] | None = None) -> tuple[str, ...]:
+    """The first word of a sentence that shows the scheme's mark: a piece and the piece that continues it
+    (`didn` `##t`, `▁동물` `은`, `Ġcross` `ing`), or one marked piece; () when the sentence has none."""
+    flags = list(special or [False] * len(tokens))
+    mark = dict(_MARKS).get(scheme or "")
+    if not mark:
+        return ()
+    plain = [(tok, not s) for tok, s in zip(tokens, flags)]
+    for i in range(len(plain) - 1):
+        (a, ok_a), (b, ok_b) = plain[i], plain[i + 1]
+        if not (ok_a and ok_b):
+            continue
+        if scheme == "wordpiece" and b.startswith(mark) and not a.startswith(mark):
+            return a, b
+        if scheme != "wordpiece" and a.startswith(mark) and len(a) > 1 and not b.startswith(mark):
+            return a, b
+    return next(((tok,) for tok, ok in plain if ok and tok.startswith(mark) and len(tok) > len(mark)), ())
+
+
 # ---- the captions, step by step --------------------------------------------------------------------------------------
-def _tokens(f: ModelFacts, lg: str) -> list[str]:
+def _tokens(f: ModelFacts, lg: str, tokens: list[str] | None, special: list[bool] | None) -> list[str]:
     out = [t(f"notes.tokens.{f.scheme or 'plain'}", lg, model=f.name)]
+    example = piece_example(f.scheme, tokens or [], special)
+    if example:
+        out.append(t("notes.tokens.example", lg, pieces=" ".join(code([p]) for p in example)))
     if f.before and f.after:
         out.append(t("notes.tokens.wrap", lg, before=code(f.before), after=code(f.after)))
     elif f.before:
@@ -166,7 +188,8 @@ def _positional(f: ModelFacts, lg: str) -> list[str]:
     if f.type_vocab_size:
         out.append(t("notes.positional.token_types", lg, n=f.type_vocab_size))
     if f.positional != "rotary":
-        out.append(_scaling(f, lg))
+        out.append(t(f"notes.positional.{'scaled' if f.scale_embeddings else 'unscaled'}", lg, d=f.d_model,
+                     s=math.sqrt(f.d_model)))
     if f.embedding_layer_norm:
         out.append(t("notes.positional.emb_norm", lg))
     return out
@@ -195,12 +218,13 @@ def _ffn(f: ModelFacts, lg: str) -> list[str]:
     return [t("notes.ffn.plain", lg, model=f.name, act=f.act_name)]
 
 
-def step_notes(step: str, facts: ModelFacts, lang: str) -> list[str]:
-    """The model-specific captions of one tour step (viz-free markdown, in `lang`); [] for a step that says nothing
-    about the model. Steps: ui.tour.STEPS."""
+def step_notes(step: str, facts: ModelFacts, lang: str, *, tokens: list[str] | None = None,
+               special: list[bool] | None = None) -> list[str]:
+    """The model-specific captions of one tour step (markdown, in `lang`); [] for a step that says nothing about
+    the model. Steps: ui.tour.STEPS. `tokens` / `special`: the sentence's tokens, for step 1's example of a piece."""
     f, lg = facts, lang
     if step == "tokens":
-        return _tokens(f, lg)
+        return _tokens(f, lg, tokens, special)
     if step == "embedding":
         return [_scaling(f, lg)]
     if step == "positional":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frozen import readonly
-from .heads import encoder_input, locate
+from .heads import encoder_input, locate, word_text
 
 DEFAULT_EN = ("The animal didn't cross the street because it was tired", "it", "animal")
 DEFAULT_KO = ("그 동물은 길을 건너지 않았다. 그것은 너무 피곤했기 때문이다", "그것은", "동물은")
@@ -27,6 +27,8 @@ class Side:
     target: tuple[int, ...]  # token positions of the target word
     tokens: tuple[str, ...]
     weight: np.ndarray  # (L, H) query word -> target word, read-only
+    query_word: str = ""  # the query's pieces merged into its word ("▁ 트로 피 는" -> "트로피는")
+    target_word: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def side(model, sentence: str, query: str, target: str) -> Side:
     ti = locate(inp, target, what="target", sentence=sentence)
     tr = model.trace(sentence)
     w = word_weight(tr.encoder_attention, qi, ti).astype(np.float32)
-    return Side(sentence, qi, ti, inp.tokens, readonly(w))
+    return Side(sentence, qi, ti, inp.tokens, readonly(w), word_text(inp.tokens, qi), word_text(inp.tokens, ti))
 
 
 def compare(model, a: tuple[str, str, str] = DEFAULT_EN, b: tuple[str, str, str] = DEFAULT_KO, *,

@@ -1,5 +1,6 @@
 """Positional-encoding lab: the sinusoidal table (Vaswani et al. 2017, 3.5), its curves and position similarity,
-X / PE / X + PE of the typed sentence, and MiniLM's learned positions beside the fixed ones. Three lazy tabs (only the
+X / PE / X + PE of the typed sentence, and a model's learned positions beside the fixed ones (any model whose config
+has learned positions; a rotary model is told apart above the tabs). Three lazy tabs (only the
 open one is built and sent); sections: ui/pe_lab.py. Text: i18n "pe.*" (the sidebar's language)."""
 
 import streamlit as st
@@ -12,6 +13,7 @@ view = current_view()
 st.title(t("pe.title", view.lang))
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+pe_lab.position_kind_notice(view)
 tabs = labs.lazy_tabs(pe_lab.PE_TAB_KEYS, "pe_tab", view.lang)
 
 

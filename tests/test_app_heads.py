@@ -4,6 +4,7 @@ pair and the heads live in the URL."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from apptest_support import assert_ok as _ok
 from apptest_support import charts as _charts
@@ -104,3 +105,53 @@ def test_seq2seq_tiny_surgery_and_logit_lens():
     at.run()
     _ok(at)
     assert any("Logit lens" in c or "logit" in c.lower() for c in _charts(at))
+
+
+def _z(spec: str):
+    import base64
+    import json
+
+    import numpy as np
+
+    z = json.loads(spec)["data"][0]["z"]
+    if isinstance(z, dict):  # plotly's typed array
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"])
+    return np.asarray(z, dtype=float).ravel()
+
+
+def _maps(at) -> tuple:
+    charts = dict(zip([c.proto.id for c in at.get("plotly_chart")], _charts(at)))
+    specs = [s for s in charts.values() if "Before, " in s or "After ablation, " in s]
+    assert len(specs) == 2, list(charts)
+    return tuple(specs)
+
+
+def test_surgery_maps_show_a_layer_after_the_removed_heads_and_differ():
+    at = _lab("Head surgery", hl_heads=["3.1", "4.0"])
+    _ok(at)
+    assert at.selectbox(key="hl_map_layer").options == ["Layer 5"]  # the only layer after Layer 4
+    before, after = _maps(at)
+    assert "Layer 5 · Head 0" in before and "Layer 5 · Head 0" in after  # the sidebar's head, in Layer 5
+    assert not np.allclose(_z(before), _z(after))  # the ablation reached this head: the maps differ
+    assert any("after the removed heads" in c.value and "Largest change of a weight here" in c.value
+               for c in at.caption)
+
+
+def test_surgery_maps_follow_the_sidebar_layer_when_it_is_after_the_heads():
+    at = _lab("Head surgery", hl_heads="1.0", layer="4", head="2")
+    _ok(at)
+    assert at.selectbox(key="hl_map_layer").value == 4 and at.selectbox(key="hl_map_layer").options == [
+        "Layer 2", "Layer 3", "Layer 4", "Layer 5"]
+    before, after = _maps(at)
+    assert "Layer 4 · Head 2" in before and not np.allclose(_z(before), _z(after))
+    at.selectbox(key="hl_map_layer").set_value(2).run()
+    before, after = _maps(at)
+    assert "Layer 2 · Head 2" in after and not np.allclose(_z(before), _z(after))
+
+
+def test_surgery_in_the_last_layer_says_no_map_can_change_and_shows_the_output_change():
+    at = _lab("Head surgery", hl_heads="5.3", lang="ko")
+    _ok(at)
+    assert any("마지막 레이어(레이어 5)" in i.value for i in at.info)
+    assert at.metric and float(at.metric[0].value) > 0  # the sentence embedding changed
+    assert not [c for c in _charts(at) if "제거 전" in c]

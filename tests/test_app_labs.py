@@ -86,7 +86,7 @@ def test_positional_shows_both_models_for_the_sentence():
     charts += _charts(at.run())
     assert any("X: word embeddings" in c for c in charts)
     assert any("PE: sinusoidal" in c for c in charts)
-    assert any("MiniLM learned" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
+    assert any("minilm-l6 learned" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
 
 
 @pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7)])
@@ -175,3 +175,59 @@ def test_lab_inputs_survive_a_page_switch():
     at.switch_page(page_file("positional")).run()
     _ok(at)
     assert at.slider(key="pe_n").value == 80
+
+
+KO = "철수는 영희에게 책을 빌려주었는데, 그녀는 그것을 아직 돌려주지 않았다."
+E5 = "multilingual-e5-small"
+
+
+def _warnings(at) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def test_positional_korean_on_minilm_has_the_notice_and_the_switch_moves_the_lab():
+    at = _page(page_file("positional"), text=KO)
+    _ok(at)
+    assert any("minilm-l6 cannot read 9 of the 9 words" in w for w in _warnings(at))
+    at.session_state["pe_tab"] = PE_TABS[1]
+    at.run()
+    _ok(at)
+    assert at.selectbox(key="pe_parts_model").value == "minilm-l6"  # the lab follows the sidebar
+    at.button(key="_hl_switch_e5").click().run()  # the one-click switch of the sidebar's notice
+    _ok(at)
+    assert at.session_state["model"] == E5 and at.selectbox(key="pe_parts_model").value == E5
+    assert not any("cannot read" in w for w in _warnings(at))
+    charts = _charts(at)
+    assert any(f"{E5}: " in c and "▁" in c for c in charts)  # e5's Hangul pieces, with word-start marks
+
+
+def test_positional_lab_model_picker_warns_for_minilm_and_switches_to_e5():
+    at = _page(page_file("positional"), text=KO, model=E5, pe_tab=PE_TABS[1])
+    _ok(at)
+    assert set(at.selectbox(key="pe_parts_model").options) == {"minilm-l6", E5}  # from the configs: learned only
+    at.selectbox(key="pe_parts_model").set_value("minilm-l6").run()
+    _ok(at)
+    assert any("minilm-l6 cannot read 9 of the 9 words" in w for w in _warnings(at))  # the lab's own notice
+    at.button(key="pe_parts_model_switch").click().run()
+    _ok(at)
+    assert at.selectbox(key="pe_parts_model").value == E5 and not _warnings(at)
+
+
+def test_positional_learned_comparison_offers_e5():
+    at = _page(page_file("positional"), text=KO, model=E5, pe_tab=PE_TABS[2])
+    _ok(at)
+    picker = at.selectbox(key="pe_cmp_model")
+    assert picker.value == E5 and "minilm-l6" in picker.options and "smollm2-135m" not in picker.options
+    charts = _charts(at)
+    assert any(f"{E5} learned: 512 × 384" in c for c in charts) and any("Sinusoidal: 512 × 384" in c for c in charts)
+    assert any(f"Learned ({E5})" in s.value for s in at.subheader)
+    minilm = _charts(picker.set_value("minilm-l6").run())
+    assert any("minilm-l6 learned: 512 × 384" in c for c in minilm) and minilm != charts
+
+
+def test_positional_rotary_model_says_its_positions_are_rotations():
+    at = _page(page_file("positional"), model="smollm2-135m", lang="ko")
+    _ok(at)
+    assert any("회전" in i.value and "q" in i.value and "smollm2-135m은" in i.value for i in at.info)
+    at = _page(page_file("positional"), model="smollm2-135m")
+    assert any("rotations of each head's queries q and keys k" in i.value for i in at.info)

@@ -132,7 +132,7 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
     key, query = t("ex.axis.key", lg), t("ex.axis.query", lg)
     fig = heatmap(mat, d.rows, d.cols, title=esc(name, 120), lecture=view.lecture, masked=blocked, zmin=0.0,
                   hover=HEAD_HOVER, colorbar_title=t("ex.axis.weight", lg), xlabel=key, ylabel=query,
-                  text_auto=False, lang=lg)
+                  text_auto=False, lang=lg, highlight_row=d.row_of_token.get(view.token))  # the sidebar's query
     chart(fig, "ex_head_chart", Export(mat, d.rows, d.cols, name, view.text, name, heatmap=dict(
         vmin=0.0, colorbar_label=t("ex.axis.attention_weight", lg), masked=blocked, xlabel=key, ylabel=query)))
     st.caption(t("ex.one_head.caption", lg))

@@ -124,7 +124,6 @@ def has_tasks(view: View) -> bool:
 
 def surgery(view: View) -> None:
     lg = view.lang
-    where = layer_head(view.layer, view.head, lg)
     c1, c2 = st.columns([3, 2])
     chosen = c1.multiselect(t("heads.surgery.heads", lg), head_options(view), key="hl_heads", **URL,
                             format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg))
@@ -158,19 +157,54 @@ def surgery(view: View) -> None:
     chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg), "hl_tokens", Export(
         effect.token_change[None], ["1 - cos"], list(effect.tokens),
         t("heads.surgery.token_change", lg, model=view.model_name), view.text, "head-surgery-token-change"))
-    figs = vh.before_after_heatmaps(effect, view.layer, view.head, lecture=view.lecture, lang=lg)
-    for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
-                                  (effect.attention_before, effect.attention_after)):
-        with col:
-            chart(fig, key, Export(att[view.layer, view.head], list(effect.tokens), list(effect.tokens),
-                                   f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
-                                   f"head-surgery-{key[3:]}"))
+    before_after_maps(view, effect, picked)
     if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
         grid = runs.rank_heads(view.model_name, view.device, view.text, mode)
         chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
             grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
         st.dataframe(rename_columns(grid.rows()[:12], lg), hide_index=True, key="hl_effect_table")
+
+
+def shown_layer(view: View, after: list[int]) -> int:
+    """The layer of the before / after maps, picked among the layers after the removed heads: the sidebar's layer
+    when it is one of them, else the first one (and again whenever the removed heads or the sidebar's layer change)."""
+    ss, key = st.session_state, "hl_map_layer"
+    default = view.layer if view.layer in after else after[0]
+    if ss.get(key) not in after or ss.get("_hl_map_layer_for") != (tuple(after), view.layer):
+        ss[key] = default
+    ss["_hl_map_layer_for"] = (tuple(after), view.layer)
+    return st.selectbox(t("heads.surgery.map_layer", view.lang), after, key=key,
+                        format_func=lambda i: t("sidebar.layer_n", view.lang, i=i))
+
+
+def before_after_maps(view: View, effect, picked: tuple) -> None:
+    """One head's attention before and after the ablation, in a layer AFTER the removed heads: an ablation changes a
+    head's output, never the weights of its own layer or of the layers before it, so only later layers can differ.
+    With the removed heads in the last layer no map can change: it says so and shows the output change instead."""
+    lg = view.lang
+    main = [ref for ref in picked if len(ref) == 2 or ref[0] in ("encoder", "decoder_self")]
+    if not main:
+        st.info(t("heads.surgery.maps_none", lg))
+        return
+    last = max(ref[-2] for ref in main)
+    n_layers = effect.attention_before.shape[0]
+    after = list(range(last + 1, n_layers))
+    if not after:
+        st.info(t("heads.surgery.maps_last", lg, layer=t("sidebar.layer_n", lg, i=last)))
+        st.metric(t("heads.surgery.output_change", lg), f"{effect.sentence_change:.4f}")
+        return
+    layer = shown_layer(view, after)
+    where = layer_head(layer, view.head, lg)
+    diff = float(np.abs(effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]).max())
+    st.caption(t("heads.surgery.maps_caption", lg, where=where, last=t("sidebar.layer_n", lg, i=last), diff=diff))
+    figs = vh.before_after_heatmaps(effect, layer, view.head, lecture=view.lecture, lang=lg)
+    for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
+                                  (effect.attention_before, effect.attention_after)):
+        with col:
+            chart(fig, key, Export(att[layer, view.head], list(effect.tokens), list(effect.tokens),
+                                   f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
+                                   f"head-surgery-{key[3:]}"))
 
 
 def next_token_surgery(view: View, picked: tuple, mode: str) -> None:

@@ -10,8 +10,9 @@ from model.errors import HeadlightError
 from viz import positional as vp
 from viz.heatmap import pooling_note
 
-from . import runs, store
-from .labs import lazy_tabs
+from . import readable, runs, store
+from . import state as s
+from .labs import lazy_tabs, set_state
 from .view import View
 from .widgets import Export, chart
 
@@ -34,16 +35,64 @@ def embedding_labels(kind: str, lang: str) -> dict[str, str]:
     return {k: t(f"pe.part.{kind}.{k}", lang) for k in EMBEDDING_PARTS[kind]}
 
 
+def position_kind_notice(view: View) -> None:
+    """Above the lab: a model whose positions are not vectors added to the words (rotary: RoPE; none) says so."""
+    kind = store.positional_kind(view.model_name)
+    if kind in ("rotary", "none"):
+        st.info(t(f"pe.kind_notice.{kind}", view.lang, model=view.model_name), icon=":material/rotate_right:")
+
+
+def learned_models() -> list[str]:
+    """Every available model whose config adds learned position rows (config.positional == "learned")."""
+    return [n for n in s.available_models() if store.positional_kind(n) == "learned"]
+
+
+def learned_model_picker(view: View, key: str) -> str | None:
+    """A picker of the models with learned positions: it follows the sidebar's model whenever that one changes to
+    a model with learned positions (the sidebar's one-click switch moves it too). None when there is none."""
+    models, ss = learned_models(), st.session_state
+    if not models:
+        st.info(t("pe.no_learned", view.lang))
+        return None
+    follow = f"_{key}_sidebar"
+    if ss.get(follow) != view.model_name or ss.get(key) not in models:
+        ss[follow] = view.model_name
+        if view.model_name in models:
+            ss[key] = view.model_name
+        elif ss.get(key) not in models:
+            ss[key] = models[0]
+    return st.selectbox(t("pe.learned_model", view.lang), models, key=key, help=t("pe.learned_model_help", view.lang))
+
+
+def lab_unreadable_notice(view: View, name: str, key: str) -> None:
+    """The notice that `name` cannot read the sentence, with a switch of this lab's picker `key` to
+    multilingual-e5-small. The sidebar's own model has the shell's notice above the page already."""
+    if name == view.model_name:
+        return
+    try:
+        trace = runs.get_trace(name, view.device, view.text)
+    except HeadlightError:
+        return
+    readable.unreadable_notice(trace, name, view.lang, key=f"{key}_switch", on_click=set_state,
+                               args=({key: readable.MULTILINGUAL},))
+
+
 def sentence_parts(view: View) -> None:
-    """X, PE and X + PE of the sidebar's sentence in MiniLM (learned positions) and in the labs' encoder-decoder
-    (sinusoidal), one tab each."""
-    encdec, note = store.lab_encoder_decoder(view.device)
+    """X, PE and X + PE of the sidebar's sentence in a model with learned positions (the sidebar's when it has
+    them, else the picker's) and in the labs' encoder-decoder (sinusoidal), one tab each."""
     lg = view.lang
-    tabs = lazy_tabs(["pe.parts.learned", "pe.parts.sinusoidal"], "pe_parts_tab", lg, model=encdec.name)
-    for tab, name, kind in zip(tabs, ["minilm-l6", encdec.name], ["learned", "sinusoidal"]):
+    learned = learned_model_picker(view, "pe_parts_model")
+    encdec, note = store.lab_encoder_decoder(view.device)
+    keys, names, kinds = ["pe.parts.sinusoidal"], [encdec.name], ["sinusoidal"]
+    if learned is not None:
+        keys, names, kinds = ["pe.parts.learned", *keys], [learned, *names], ["learned", *kinds]
+    tabs = lazy_tabs(keys, "pe_parts_tab", lg, model=encdec.name, learned=learned or "")
+    for tab, name, kind in zip(tabs, names, kinds):
         if not tab.open:
             continue
         with tab:
+            if kind == "learned":
+                lab_unreadable_notice(view, name, "pe_parts_model")
             try:
                 tokens, parts = runs.embedding_parts(name, view.device, view.text)
             except HeadlightError as exc:
@@ -58,7 +107,6 @@ def sentence_parts(view: View) -> None:
                                                                      subtitle=view.text, lang=lg)))
             if kind == "sinusoidal" and note:
                 st.caption(note)
-
 
 
 def pe_table_section(view: View) -> None:
@@ -93,19 +141,23 @@ def pe_table_section(view: View) -> None:
 
 
 def learned_vs_fixed(view: View) -> None:
-    """MiniLM's 512 learned position rows beside the sinusoidal table, with their cosine similarities."""
+    """A model's learned position rows (any model whose config has learned positions) beside the sinusoidal table
+    of the same size, with their cosine similarities."""
     lg = view.lang
-    st.subheader(t("pe.learned_title", lg))
-    learned, learned_sim = runs.learned_positions(view.device)
-    for col, mat, s, name in zip(st.columns(2), (learned, runs.pe_table(512, learned.shape[1])),
-                                 (learned_sim, runs.pe_similarity(512, learned.shape[1], True)),
-                                 ("learned", "sinusoidal")):
-        label, en = t(f"pe.kind.{name}", lg), t(f"pe.kind.{name}", "en")
+    name = learned_model_picker(view, "pe_cmp_model")
+    if name is None:
+        return
+    st.subheader(t("pe.learned_title", lg, model=name))
+    learned, learned_sim = runs.learned_positions(name, view.device)
+    n, d = learned.shape
+    for col, mat, sim, kind in zip(st.columns(2), (learned, runs.pe_table(n, d)),
+                                   (learned_sim, runs.pe_similarity(n, d, True)), ("learned", "sinusoidal")):
+        label, en = t(f"pe.kind.{kind}", lg, model=name), t(f"pe.kind.{kind}", "en", model=name)
         with col:
-            st.plotly_chart(vp.pe_heatmap(mat, title=f"{label}: 512 × {mat.shape[1]}", lecture=view.lecture,
-                                          max_side=256, lim=vp.robust_limit(mat), lang=lg), key=f"cmp_{en}")
-            chart(vp.similarity_heatmap(s, title=t("pe.fig.cmp_sim", lg, name=label), cosine=True,
+            st.plotly_chart(vp.pe_heatmap(mat, title=f"{label}: {n} × {d}", lecture=view.lecture,
+                                          max_side=256, lim=vp.robust_limit(mat), lang=lg), key=f"cmp_{kind}")
+            chart(vp.similarity_heatmap(sim, title=t("pe.fig.cmp_sim", lg, name=label), cosine=True,
                                         lecture=view.lecture, lang=lg),
-                  f"cmp_sim_{en}", pe_export(s, t("pe.export.cmp_sim", lg, name=label), t("pe.axis.position", lg),
-                                             lg, filename=t("pe.export.cmp_sim", "en", name=en)))
-    st.caption(t("pe.learned_caption", lg) + (pooling_note((512, 512), 256, lg) or ""))
+                  f"cmp_sim_{kind}", pe_export(sim, t("pe.export.cmp_sim", lg, name=label), t("pe.axis.position", lg),
+                                               lg, filename=t("pe.export.cmp_sim", "en", name=en)))
+    st.caption(t("pe.learned_caption", lg, model=name, n=n, last=n - 1) + (pooling_note((n, n), 256, lg) or ""))

@@ -3,6 +3,8 @@ to the model that can (multilingual-e5-small). Decided from the page's own trace
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from analysis.readability import readability
@@ -20,8 +22,11 @@ def switch_to_multilingual() -> None:
     s.clear_url_notices()
 
 
-def unreadable_notice(trace: AttentionTrace | None, model_name: str, lang: str) -> bool:
-    """Draw the notice (and the switch) when some words of the text are unreadable for this model; True if drawn."""
+def unreadable_notice(trace: AttentionTrace | None, model_name: str, lang: str, *, key: str = "_hl_switch_e5",
+                      on_click: Callable = switch_to_multilingual, args: tuple = ()) -> bool:
+    """Draw the notice (and the switch) when some words of the text are unreadable for this model; True if drawn.
+    The sidebar's notice switches the sidebar's model; a lab that runs a model of its own passes its own `key` and
+    `on_click` (which sets its own model picker to MULTILINGUAL)."""
     if trace is None or model_name == MULTILINGUAL or MULTILINGUAL not in s.available_models():
         return False
     r = readability(trace)
@@ -30,6 +35,6 @@ def unreadable_notice(trace: AttentionTrace | None, model_name: str, lang: str) 
     examples = ", ".join(f"“{w}”" for w in r.unreadable)
     st.warning(t("e5.unreadable", lang, model=model_name, n=r.n_unreadable, total=r.n_words, examples=examples),
                icon=":material/translate:")
-    st.button(t("e5.switch", lang), key="_hl_switch_e5", on_click=switch_to_multilingual, type="primary",
+    st.button(t("e5.switch", lang), key=key, on_click=on_click, args=args, type="primary",
               icon=":material/swap_horiz:")
     return True

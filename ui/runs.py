@@ -159,15 +159,15 @@ def pe_similarity(n: int, d: int, cosine: bool) -> np.ndarray:
     return positional.similarity(pe_table(n, d), cosine)  # (n, n)
 
 
-def learned_positions(device: str) -> tuple[np.ndarray, np.ndarray]:
-    """MiniLM's 512 learned position rows and their cosine similarity."""
-    get_model("minilm-l6", device)  # loaded here, under its spinner, when the sidebar runs another model
-    return minilm_positions(device)
+def learned_positions(name: str, device: str) -> tuple[np.ndarray, np.ndarray]:
+    """A model's learned position rows (all it has, at most 512) and their cosine similarity."""
+    get_model(name, device)  # loaded here, under its spinner, when the sidebar runs another model
+    return model_positions(name, device)
 
 
 @memo
-def minilm_positions(device: str) -> tuple[np.ndarray, np.ndarray]:
-    table = traces.position_table(get_model("minilm-l6", device), 512)  # (512, 384)
+def model_positions(name: str, device: str) -> tuple[np.ndarray, np.ndarray]:
+    table = traces.position_table(get_model(name, device), 512)  # (n <= 512, d)
     return table, positional.similarity(table, cosine=True)
 
 

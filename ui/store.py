@@ -28,7 +28,7 @@ import streamlit as st
 
 from analysis.cache import ByteBudgetCache, budget_bytes
 from i18n import error_message, t
-from model import DEFAULT_MODEL, HeadlightError, load_model
+from model import DEFAULT_MODEL, HeadlightError, get_spec, load_model
 
 from .widgets import session_lang
 
@@ -81,6 +81,14 @@ def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, o
             raise
         notices.append(msg("error.model_fallback", name=name, msg=error_message(exc, session_lang()), default=DEFAULT_MODEL))
         return DEFAULT_MODEL, get_model(DEFAULT_MODEL, device)
+
+
+@functools.cache
+def positional_kind(name: str) -> str | None:
+    """How the model's positions enter ("learned", "sinusoidal", "rotary", "none"), from its config read without
+    loading it (model.spec.ModelSpec.read_config); None when it cannot be read. One read per model and process."""
+    config = get_spec(name).read_config()
+    return None if config is None else config.positional
 
 
 def lab_encoder_decoder(device: str):

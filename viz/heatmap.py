@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from i18n import t as tr
 
-from .theme import MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, merge, tick_step
+from .theme import HIGHLIGHT, MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, merge, tick_step
 
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
 # a numbered axis (model dimensions, positions) longer than this labels every k-th index (at most SPARSE_TICKS
@@ -110,6 +110,7 @@ def heatmap(
     lang: str = "en",  # interface language of the words the figure adds (the pooling note, row / col)
     extra_trace: dict | None = None,  # more heatmap trace attributes, merged as plotly's update_traces would
     extra_layout: dict | None = None,  # more layout attributes (shapes, automargin), merged as update_layout would
+    highlight_row: int | None = None,  # a row to outline (the chosen query token): a frame and a bold tick label
 ) -> go.Figure:
     """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
     (it may carry markup such as <sup>). `extra_trace` / `extra_layout` let a caller add to the dicts before the
@@ -157,7 +158,21 @@ def heatmap(
                              tickfont=dict(size=tick), showgrid=False, **_tickvals(xticks)),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
                              tickfont=dict(size=tick), showgrid=False, **_tickvals(yticks)))
+    if highlight_row is not None and 0 <= highlight_row < m.shape[0]:
+        merge(layout, row_highlight(highlight_row // fr, rows, yticks, lecture))
     return figure(data, merge(layout, extra_layout))
+
+
+def row_highlight(r: int, rows: list[str], yticks: list | None, lecture: bool = False) -> dict:
+    """Layout that outlines row `r` of a heatmap drawn with these (category) row labels: a rectangle around the whole
+    row and its tick label in bold, in the highlight colour."""
+    frame = dict(type="rect", xref="x domain", yref="y", x0=0, x1=1, y0=r - 0.5, y1=r + 0.5, layer="above",
+                 line=dict(color=HIGHLIGHT, width=4 if lecture else 3), fillcolor="rgba(0,0,0,0)")
+    vals = list(yticks) if yticks is not None else list(rows)
+    if rows[r] not in vals:
+        vals = [x for x in rows if x in set(vals) or x == rows[r]]
+    text = [f'<b><span style="color:{HIGHLIGHT}">{x}</span></b>' if x == rows[r] else x for x in vals]
+    return {"shapes": [frame], "yaxis": {"tickvals": vals, "ticktext": text}}
 
 
 def _tickvals(ticks: list | None) -> dict:

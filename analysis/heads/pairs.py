@@ -85,9 +85,51 @@ def _norm(s: str) -> str:
     return unicodedata.normalize("NFC", s).strip().lower()
 
 
+def _is_punct(text: str) -> bool:
+    return bool(text) and all(unicodedata.category(c).startswith(("P", "S")) for c in text)
+
+
+def _strip_punct(word: str) -> str:
+    """A word without the punctuation at its ends ("tired." -> "tired", "빌려주었는데," -> "빌려주었는데")."""
+    i, j = 0, len(word)
+    while i < j and _is_punct(word[i]):
+        i += 1
+    while j > i and _is_punct(word[j - 1]):
+        j -= 1
+    return word[i:j]
+
+
+def word_text(tokens: Sequence[str], positions: Sequence[int]) -> str:
+    """The text of tokens that form (part of) a word, pieces merged with no spaces and the subword marks removed
+    (WordPiece '##', SentencePiece '▁', byte-level BPE 'Ġ'): "▁ 트로 피 는" -> "트로피는", "didn ' t" -> "didn't".
+    NFC, so MiniLM's jamo pieces read as syllables again."""
+    text = "".join(piece_text(tokens[i], first=False) for i in positions)
+    return unicodedata.normalize("NFC", text.removeprefix("##"))
+
+
+def _word_hits(inp: EncoderInput, s: str) -> list[tuple[int, ...]]:
+    """Words (eojeols: a space-separated word, the pieces that touch) matching `s`: the whole word first, then the
+    word without its edge punctuation, then a word that starts with `s` ("트로피" finds "트로피는": a Korean noun
+    with its particle). A word found by the last two rules leaves out its pure punctuation tokens."""
+    words = [(k, _norm(w)) for k, w in enumerate(inp.words)]
+    pos = {k: tuple(i for i, w in enumerate(inp.word_ids) if w == k) for k, _ in words}
+
+    def content(k: int) -> tuple[int, ...]:
+        kept = tuple(i for i in pos[k] if not _is_punct(piece_text(inp.tokens[i], first=False)))
+        return kept or pos[k]
+
+    for hits in ([pos[k] for k, w in words if w == s],
+                 [content(k) for k, w in words if _strip_punct(w) == s],
+                 [content(k) for k, w in words if _strip_punct(w).startswith(s)]):
+        if hits:
+            return hits
+    return []
+
+
 def locate(inp: EncoderInput, spec: TokenSpec, *, what: str, sentence: str) -> tuple[int, ...]:
     """Token positions of `spec` in a sentence: an int is a token position; a string matches one token (case
-    insensitive) or, failing that, one whole word (its pieces, e.g. "didn't" -> didn ' t). Raises InputError
+    insensitive) or, failing that, one whole word (its pieces, e.g. "didn't" -> didn ' t), or the one word that
+    starts with it ("트로피" -> the pieces of "트로피는": Korean particles attach to the word). Raises InputError
     naming the positions when it occurs more than once, and listing the tokens when it does not occur."""
     n = len(inp.tokens)
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
@@ -103,8 +145,7 @@ def locate(inp: EncoderInput, spec: TokenSpec, *, what: str, sentence: str) -> t
         return locate(inp, int(s), what=what, sentence=sentence)
     hits = [(i,) for i, t in enumerate(inp.tokens) if _norm(piece_text(t)) == s]  # "그것은" finds "▁그것은"
     if not hits:
-        hits = [tuple(i for i, w in enumerate(inp.word_ids) if w == k) for k, word in enumerate(inp.words)
-                if _norm(word) == s]
+        hits = _word_hits(inp, s)
     if len(hits) == 1:
         return hits[0]
     shown = ", ".join(f"{i}:{t}" for i, t in enumerate(inp.tokens))
@@ -243,13 +284,12 @@ def minimal_pair(model, text_a: str, text_b: str, query: TokenSpec = PRESET_QUER
     att_a = np.stack([to_numpy(a[0]) for a in run_encoder(model, inp_a).self_attention])  # (L, H, N, N)
     att_b = np.stack([to_numpy(a[0]) for a in run_encoder(model, inp_b).self_attention])
 
-    def label(spec: TokenSpec, pos: tuple[int, ...]) -> str:
-        return spec.strip() if isinstance(spec, str) and not spec.strip().isdigit() else \
-            " ".join(inp_a.tokens[i] for i in pos)
+    def label(pos: tuple[int, ...]) -> str:  # the word found, its pieces merged ("트로피" -> "트로피는")
+        return word_text(inp_a.tokens, pos)
 
     return MinimalPair(
         text_a, text_b, al, q, (c1, c2),
-        (label(query, q[0]), label(candidates[0], c1[0]), label(candidates[1], c2[0])),
+        (label(q[0]), label(c1[0]), label(c2[0])),
         ro(att_a), ro(att_b),
         ro(_weight_on(att_a, q[0], c1[0])), ro(_weight_on(att_a, q[0], c2[0])),
         ro(_weight_on(att_b, q[1], c1[1])), ro(_weight_on(att_b, q[1], c2[1])),

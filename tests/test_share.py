@@ -198,8 +198,8 @@ def test_dialog_shows_a_code_of_a_short_link_that_opens_the_exact_view(monkeypat
     assert len(link) <= 100
     assert link.startswith("http://10.0.0.5:8501/s/") and shortlinks.is_id(link.rsplit("/", 1)[-1])
     # the link is written out too: in large text and as copyable code, with the caption; no warning
-    texts = [n for n in _descendants(dialog) if type(n).__name__ == "Text"]
-    assert [x.value for x in texts] == [link.split("://", 1)[1]]
+    big = [n.value for n in _descendants(dialog) if type(n).__name__ == "Html"]
+    assert big == [f'<div class="share-link">{link.split("://", 1)[1].replace("/s/", "<wbr>/s/", 1)}</div>']
     assert [c.value for c in _descendants(dialog) if type(c).__name__ == "Code"] == [link]
     assert any(m.value == t("share.caption", "ko") for m in _descendants(dialog) if type(m).__name__ == "Markdown")
     assert not [w for w in _descendants(dialog) if type(w).__name__ == "Warning"]

@@ -16,6 +16,7 @@ least "M" (segno raises it for free when the version has room: `boost_error`), t
 
 from __future__ import annotations
 
+import html
 import io
 import os
 from urllib.parse import urlencode, urlsplit
@@ -33,8 +34,9 @@ ERROR = "m"
 SCALE = 10  # pixels per module in the PNG (SVG scales itself)
 MAX_QR_CHARS = 2_000  # a longer link makes a code too dense to scan from a projector (the largest holds ~2,300)
 SHORT_PREFIX = "/s/"  # the door answers <base>/s/<id>
-DIALOG_WIDTH = 1100  # px: at 1600 x 1000 the code is ~600 px, most of the dialog's height
-QR_PX = 600  # the code's width on the page (it shrinks to the column on a phone)
+DIALOG_WIDTH = 1400  # px (narrower screens: the screen's width)
+QR_PX = 760  # the code's width with its quiet zone: at 1600 x 1000 most of the dialog's height (at most 72 % of the
+# screen's height; on a phone, the column's width)
 def view_payload(page: str = "") -> str:
     """The current view's path and query string (no scheme or host): what a short link stores. The path is the
     browser's (st.context.url) when known, else the page's URL path ("" for the default page)."""
@@ -85,8 +87,8 @@ def qr_svg(url: str, scale: int = SCALE) -> bytes:
 
 
 _CSS = """<style>
-.st-key-share_link div[data-testid="stText"] {font-size: 2.2rem; font-weight: 600; line-height: 1.25; word-break: break-all; margin: 0}
-.st-key-share_qr img {image-rendering: pixelated; max-height: 70vh; width: auto; max-width: 100%}
+.share-link {font-size: clamp(1.4rem, 5vw, 2.4rem); font-weight: 600; line-height: 1.25; overflow-wrap: anywhere}
+.st-key-share_qr img {image-rendering: pixelated; max-height: 72vh; max-width: 100%; object-fit: contain}
 </style>"""
 
 
@@ -113,7 +115,8 @@ def share_dialog(lang: str, page: str = "") -> None:
         with right:
             st.markdown(t("share.caption", lang))
             st.caption(t("share.link_label", lang))
-            st.container(key="share_link").text(link.split("://", 1)[-1])
+            host, _, path = link.split("://", 1)[-1].partition("/")  # a line break, if any, before the path
+            st.html(f'<div class="share-link">{html.escape(host)}<wbr>/{html.escape(path)}</div>')
             st.code(link, language=None, wrap_lines=True)
             st.download_button(t("share.download_svg", lang), qr_svg(link), "headlight-qr.svg", "image/svg+xml",
                                key="share_qr_svg", on_click="ignore")

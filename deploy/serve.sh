@@ -14,7 +14,7 @@
 # /tmp/headlight-serve.* folder).
 #
 # Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
-# PY (the Python with Streamlit, default .venv/bin/python).
+# HEADLIGHT_PUBLIC_URL (the share dialog's link host), PY (the Python with Streamlit, default .venv/bin/python).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +50,13 @@ if ! command -v haproxy >/dev/null; then
     fi
 fi
 [[ -x "$PY" ]] || { echo "serve.sh: $PY not found: run make install first" >&2; exit 1; }
+# The share dialog's short links (ui/share.py) must name a host the students' phones reach: the app processes listen on
+# 127.0.0.1 behind HAProxy, so a BIND open to the network gives HEADLIGHT_PUBLIC_URL (this machine's LAN address and
+# PORT) unless it is set already.
+if [[ -z "${HEADLIGHT_PUBLIC_URL:-}" ]]; then
+    HEADLIGHT_PUBLIC_URL="$("$PY" -m serve public-url "$BIND")" || HEADLIGHT_PUBLIC_URL=""
+    export HEADLIGHT_PUBLIC_URL
+fi
 
 RUN_DIR="${HEADLIGHT_RUN_DIR:-$(mktemp -d /tmp/headlight-serve.XXXXXX)}"
 mkdir -p "$RUN_DIR"

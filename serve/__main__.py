@@ -4,6 +4,7 @@
     python -m serve starting-page ko                 the page make serve's balancer shows until the app is ready
     python -m serve haproxy SOCKET COMMAND           one command on HAProxy's admin socket (deploy/serve.sh)
     python -m serve cookie-secret                    a new secret shared by make serve's processes
+    python -m serve public-url 0.0.0.0:8501          the URL students open for a bind address ("" for loopback)
 
 Any other arguments go to Streamlit's command line as they are, through the door.
 """
@@ -26,6 +27,11 @@ def main(argv: list[str] | None = None) -> None:
         from .haproxy import admin
 
         print(admin(args[1], args[2]), end="")
+        return
+    if args[:1] == ["public-url"] and len(args) == 2:  # deploy/serve.sh: HEADLIGHT_PUBLIC_URL for the share dialog
+        from ui.hosts import bind_public_url, lan_address
+
+        print(bind_public_url(args[1], lan_address()))
         return
     if args == ["cookie-secret"]:
         import secrets

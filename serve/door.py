@@ -13,7 +13,11 @@ start (`python -m serve run app.py ...`, serve/__main__.py), the readiness path,
    the page it starts with, or to the explorer, keeping the query string. One-level unknown paths are Streamlit's
    own (it falls back to the default page) and are left alone.
 
-Both are installed by wrapping uvicorn's Config before Streamlit builds its server (Streamlit 1.67 serves with
+3. A short link `/s/<id>` (the share dialog's QR code, ui/share.py): a 307 to the view's path and query stored under
+   the id (ui/shortlinks.py, on disk, shared by every process); an unknown or malformed id gets a small page in the
+   browser's language (404) with a link to the app.
+
+All are installed by wrapping uvicorn's Config before Streamlit builds its server (Streamlit 1.67 serves with
 uvicorn, `streamlit.web.server.starlette`); nothing else of Streamlit is changed.
 """
 
@@ -21,17 +25,20 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import quote
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from i18n import LANGS, t
+from ui import shortlinks
 from ui.pages import BY_NAME
 
 from . import preload
 
 H11_DEFAULT_LIMIT = 16_384  # h11's max_incomplete_event_size when uvicorn sets none
 LINGER_S = 1.0  # read and drop what the browser still sends, then close
+SHORT_PREFIX = "/s/"  # short links: /s/<id> (ui/share.py SHORT_PREFIX)
 STARTING_REFRESH_S = 1  # the starting page reloads itself this often without JavaScript
 STARTING_POLL_S = 0.25  # with JavaScript it asks this often whether the app answers, and reloads as soon as it does
 READY_PATH = "/_headlight/ready"  # 200 once the preload is over (make serve's readiness check)
@@ -52,8 +59,20 @@ def request_lang(head: bytes) -> str:
 
 
 def door_page(status: int, lang: str) -> bytes:
-    """The page for an unreadable request: in `lang`, then in the other language, with a link to the app."""
-    return _page("too_long" if status == 414 else "bad", lang, link="/")
+    """The page for an unreadable request (400, 414) or an unknown short link (404): in `lang`, then in the other
+    language, with a link to the app."""
+    return _page({414: "too_long", 404: "unknown_link"}.get(status, "bad"), lang, link="/")
+
+
+def short_link_target(path: str) -> str | None:
+    """For a short link's path (`/s/<id>`), the stored view's path and query; None for an unknown or malformed id.
+    Only a site-relative path is ever returned (never `//host` or a scheme), with any byte outside printable ASCII
+    percent-encoded, so the Location header is always valid."""
+    sid = path[len(SHORT_PREFIX):].rstrip("/")
+    payload = shortlinks.get("view", sid)
+    if payload is None or not payload.startswith("/") or payload.startswith("//"):
+        return None
+    return quote(payload, safe="/?&=+%:@!$'()*,;-._~#[]")
 
 
 def starting_page(lang: str) -> bytes:
@@ -133,6 +152,10 @@ class DoorMiddleware:
         if scope.get("type") == "http" and scope.get("path") == READY_PATH:
             await readiness(send)
             return
+        if scope.get("type") == "http" and scope.get("path", "").startswith(SHORT_PREFIX) \
+                and scope.get("method") in ("GET", "HEAD"):
+            await short_link(scope, send)
+            return
         if scope.get("type") == "http" and scope.get("method") in ("GET", "HEAD"):
             target = redirect_target(scope.get("path", "/"), scope.get("query_string", b""),
                                      dict(scope.get("headers") or []).get(b"accept", b""))
@@ -143,6 +166,23 @@ class DoorMiddleware:
                 await send({"type": "http.response.body", "body": b""})
                 return
         await self.app(scope, receive, send)
+
+
+async def short_link(scope, send) -> None:
+    """`/s/<id>`: 307 to the stored view, or the unknown-link page (404) in the browser's language."""
+    target = short_link_target(scope["path"])
+    if target is not None:
+        await send({"type": "http.response.start", "status": 307,
+                    "headers": [(b"location", target.encode("ascii")), (b"cache-control", b"no-store"),
+                                (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    head = b"".join(k + b": " + v + b"\r\n" for k, v in scope.get("headers") or [])
+    body = door_page(404, request_lang(b"GET /?" + scope.get("query_string", b"")[:1024] + b" HTTP/1.1\r\n" + head))
+    await send({"type": "http.response.start", "status": 404,
+                "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def readiness(send) -> None:

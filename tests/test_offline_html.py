@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from browser_support import browser_available, chromium_page
 
@@ -91,3 +92,55 @@ def test_exported_html_draws_and_hovers_offline(tmp_path, kind):
         if kind == "heatmap":
             assert "animal" in hover and "&lt;script&gt;" not in hover, hover
     assert blocked == [], blocked
+
+
+KOREAN_TOKENS = ["[CLS]", "철수", "##는", "영희", "##에게", "책을", "빌려", "##주었는데", ",", "그녀는", "[SEP]"]
+
+
+def _korean_heatmap():
+    return heatmap(_attention(len(KOREAN_TOKENS))[0], KOREAN_TOKENS, KOREAN_TOKENS, title="레이어 2 · 헤드 1",
+                   xlabel="키", ylabel="쿼리", zmin=0, zmax=1, colorbar_title="가중치")
+
+
+def test_exported_layout_makes_room_for_the_labels():
+    """The app's figures keep 10 px side margins and rely on Streamlit's chart theme (automargin) in the browser; the
+    standalone file has no theme, so it turns automargin on itself, on every axis, and keeps margins of at least
+    MIN_MARGIN px. The figure the page draws is not changed."""
+    from viz.html import MIN_MARGIN, TITLE_STANDOFF, standalone
+    from viz.theme import subplot_grid
+
+    fig = _korean_heatmap()
+    assert fig.layout.margin.l == 10 and fig.layout.xaxis.automargin is None  # the page's figure, as the app sends it
+    layout = standalone(fig)["layout"]
+    assert layout["xaxis"]["automargin"] is True and layout["yaxis"]["automargin"] is True
+    assert layout["xaxis"]["title"]["standoff"] == TITLE_STANDOFF and layout["xaxis"]["title"]["text"] == "키"
+    assert min(layout["margin"].values()) >= MIN_MARGIN and layout["margin"]["t"] == fig.layout.margin.t
+    assert fig.layout.margin.l == 10 and fig.layout.xaxis.automargin is None  # unchanged
+    grid = go.Figure({"data": [{"type": "heatmap", "z": [[1]], "xaxis": "x4", "yaxis": "y4"}],
+                      "layout": subplot_grid(2, 2, ["a", "b", "c", "d"])}, _validate=False)
+    layout = standalone(grid)["layout"]
+    assert all(layout[f"{a}axis{i}"]["automargin"] is True for a in "xy" for i in ("", "2", "3", "4"))
+    assert layout["template"]["layout"]["xaxis"]["automargin"] is True
+    doc = figure_html(fig).decode()
+    assert '"automargin":true' in doc.replace(" ", "")
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(browser_available() is not None, reason=str(browser_available()))
+def test_exported_heatmap_shows_every_token_label_inside_the_picture(tmp_path):
+    """In Chromium the exported heatmap's tick labels (the tokens) and axis titles lie inside the drawing: with the
+    10 px margins of the page's layout and no theme, all but 2 of them fell outside it."""
+    path = tmp_path / "heatmap.html"
+    path.write_bytes(figure_html(_korean_heatmap(), title="heatmap"))
+    with chromium_page(1280, 800) as page:
+        assert _open_offline(page, path) == []
+        page.wait_for_selector(".main-svg", timeout=30_000)
+        inside = page.evaluate("""() => {
+            const svg = document.querySelector('.main-svg').getBoundingClientRect();
+            return [...document.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text')].map(t => {
+                const b = t.getBoundingClientRect();
+                return [t.textContent, b.left >= svg.left && b.right <= svg.right && b.top >= svg.top
+                        && b.bottom <= svg.bottom]; }); }""")
+    labels = [text for text, _ in inside]
+    assert sorted(labels) == sorted(KOREAN_TOKENS * 2 + ["키", "쿼리"])
+    assert [text for text, ok in inside if not ok] == []

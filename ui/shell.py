@@ -163,7 +163,7 @@ def sidebar(page: str = "") -> View:
     view = res.view
     draw_pickers(res, lang)
     s.write_url(view)
-    share.share_button(st.sidebar, lang)  # after the URL is written: the code holds this run's view
+    share.share_button(st.sidebar, lang, page=page)  # after the URL is written: the code holds this run's view
     draw_notices(view, page)
     return view
 

@@ -59,7 +59,8 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     """Every stage of one head, as numpy arrays keyed by name (read-only):
     X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
     scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
-    W_O (d, d), output (n, d) = Z_all W_O + b_O."""
+    W_O (d, d), output (n, d) = Z_all W_O + b_O; a model with rotary positions adds Q_proj (n, k) = X W_Q and
+    K_proj (m, k), the projections before RoPE turns them into Q and K."""
     n_heads = loaded.n_heads(block)
     if not 0 <= head < n_heads:
         raise ValueError(f"head {head} out of range 0..{n_heads - 1}")
@@ -86,6 +87,9 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     }
     if kind == "cross":
         out["memory"] = rec["layer"]["memory"][0]
+    if mha.rotary is not None:  # rotary positions: the projections before RoPE turned them (Q, K: after)
+        out["Q_proj"], out["K_proj"] = r["q_proj"][0, head], r["k_proj"][0, head]
+        out["rope_theta"] = torch.tensor(float(loaded.config.rope_theta))
     arrays: dict = {}
     for k, v in out.items():  # no mask: the masked scores are the scaled ones (one array, not two copies)
         arrays[k] = to_numpy(v) if v is not None else arrays["scaled"]
@@ -94,10 +98,13 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
 
 def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:
     """The rest of the layer after multi-head attention, from the model's own forward: each norm's input (post-LN:
-    the residual sum), each token's mean and variance, the normalised result, gamma and beta of every norm, the Feed
+    the residual sum), each token's mean and variance (RMSNorm: its mean square, "ms_<norm>", and no beta), the
+    normalised result, gamma and beta of every norm, the Feed
     Forward hidden layer before and after its activation, and the layer output. Keys follow model/layers.py ("x",
     "attn_out", "norm1_in", "norm1", "ffn_pre", "ffn_act", "out", ...), plus "gamma_<norm>", "beta_<norm>",
-    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2"."""
+    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2"; a gated FFN
+    (SwiGLU) adds "W_gate", "ffn_gate" = x W_gate, and "ffn_hidden" = act(ffn_gate) * ffn_pre ("ffn_act" is then
+    act(ffn_gate))."""
     rec = layer_record(loaded, trace, block, layer)["layer"]
     mod = loaded.layer_modules(block)[layer]
     out = {k: v[0] for k, v in rec.items()}
@@ -105,12 +112,18 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
         s = rec[f"{name}_in"][0]  # (n, d)
         norm = getattr(mod, name)
         bias = getattr(norm, "bias", None)
-        out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
-                    f"gamma_{name}": norm.weight, f"beta_{name}": bias if bias is not None else torch.zeros_like(
-                        norm.weight), f"eps_{name}": torch.tensor(norm.eps)})
+        eps = norm.eps if norm.eps is not None else torch.finfo(s.dtype).eps  # nn.RMSNorm's default
+        out.update({f"gamma_{name}": norm.weight, f"eps_{name}": torch.tensor(eps)})
+        if isinstance(norm, torch.nn.RMSNorm):  # y = gamma * s / sqrt(mean(s^2) + eps): no mean taken out, no beta
+            out[f"ms_{name}"] = s.pow(2).mean(-1)
+        else:
+            out.update({f"mean_{name}": s.mean(-1), f"var_{name}": s.var(-1, unbiased=False),
+                        f"beta_{name}": bias if bias is not None else torch.zeros_like(norm.weight)})
     out["output"] = out["out"]  # (n, d): what the layer returns
     ffn = mod.ffn
     zeros = torch.zeros(ffn.linear1.weight.shape[0])
+    if ffn.gate is not None:  # gated (SwiGLU): hidden = act(x W_gate) * (x W_1 + b_1); recorded as ffn_gate, ffn_hidden
+        out["W_gate"] = ffn.gate.weight.T
     out.update({"W_1": ffn.linear1.weight.T, "b_1": ffn.linear1.bias if ffn.linear1.bias is not None else zeros,
                 "W_2": ffn.linear2.weight.T,
                 "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0])})

@@ -64,7 +64,7 @@ def draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: 
         if m is None:
             st.plotly_chart(fig, key=f"{prefix}_{name}")
             continue
-        rows = tokens if name not in ("W_1", "W_2") else [str(i) for i in range(m.shape[0])]
+        rows = tokens if name not in ("W_1", "W_2", "W_gate") else [str(i) for i in range(m.shape[0])]
         chart(fig, f"{prefix}_{name}", Export(m, rows, [str(j) for j in range(m.shape[1])], fig.layout.title.text,
                                               view.text, f"{view.model_name}-L{layer}-{prefix}-{name}"))
 
@@ -87,7 +87,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
         figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
                                    lang=lg, lecture=lecture)
     elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)
-        st.latex(FORMULA_PRE_LN)
+        st.latex(FORMULA_PRE_RMS if view.model.config.norm == "rmsnorm" else FORMULA_PRE_LN)
         figs = vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d), lang=lg,
                                    lecture=lecture)
     elif name == "output_pre":  # pre-LN: the layer output is the second residual sum, with no norm after it
@@ -107,8 +107,12 @@ def layer_section(view: View, name: str, lang: str) -> None:
                                         lang=lg, lecture=lecture))
     elif name in ("ffn", "ffn_dec"):
         act = view.model.activation.upper()
-        st.latex(r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2")
-        st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+        if "W_gate" in sub:  # gated (SwiGLU)
+            st.latex(FORMULA_GLU)
+            st.markdown(t("steps.ffn.glu_shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+        else:
+            st.latex(r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2")
+            st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=view.layer, act=act, lang=lg, weights=True, lecture=lecture)
         figs.pop("out")
     else:
@@ -147,6 +151,9 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
 
 FORMULA_PRE_LN = (r"s = x + \operatorname{MultiHead}(\operatorname{LN_1}(x)), \quad \operatorname{LN_2}(s) = "
                   r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
+FORMULA_PRE_RMS = (r"s = x + \operatorname{MultiHead}(\operatorname{RMSNorm_1}(x)), \quad \operatorname{RMSNorm_2}(s) = "
+                   r"\gamma \odot \frac{s}{\sqrt{\operatorname{mean}(s^2) + \epsilon}}")
+FORMULA_GLU = (r"\operatorname{FFN}(x) = \big(\operatorname{act}(x W_{gate}) \odot (x W_1 + b_1)\big)\, W_2 + b_2")
 FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
                     r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
 

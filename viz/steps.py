@@ -39,8 +39,8 @@ AXIS_KEYS = {"concat dimension": "tour.axis.concat_dim", "dimension": "tour.axis
 # stage key -> section (tab). The first tab holds only the input X (and the encoder output M for cross-attention):
 # the three d_model-tall weight matrices sit with the Q, K, V they make, so the page opens on one light figure
 # (measured: the four heatmaps of the former first tab kept Chromium's main thread busy ~0.8 s on every visit)
-SECTION_OF = {"X": 0, "memory": 0, "W_Q": 1, "W_K": 1, "W_V": 1, "Q": 1, "K": 1, "V": 1, "scores": 2, "scaled": 2,
-              "mask": 2, "masked": 2, "weights": 3, "Z": 3, "Z_all": 4, "W_O": 4, "output": 4}
+SECTION_OF = {"X": 0, "memory": 0, "W_Q": 1, "W_K": 1, "W_V": 1, "Q_proj": 1, "K_proj": 1, "Q": 1, "K": 1, "V": 1,
+              "scores": 2, "scaled": 2, "mask": 2, "masked": 2, "weights": 3, "Z": 3, "Z_all": 4, "W_O": 4, "output": 4}
 
 
 @dataclass
@@ -119,11 +119,22 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
                          shape(f"W_{name}", steps[f"W_{name}"]), rf"W^{{{name}}}{h} \in \mathbb{{R}}^{{d_{{model}} \times d_k}}",
                          t("steps.cap.W", lang, d=d, k=k, h=n_heads), group="W",
                          xlabel="head dimension", ylabel="model dimension"))
+    rotary = "Q_proj" in steps  # rotary positions (llama family): Q and K are the projections turned by RoPE
+    if rotary:
+        for name, toks in (("Q", row_tokens), ("K", col_tokens)):
+            a = steps[f"{name}_proj"]
+            out.append(Stage(f"{name}_proj", "", a, toks, dims_k, shape(f"X W_{name}", a),
+                             rf"X\,W^{{{name}}}{h} + b^{{{name}}}{h}", t("steps.cap.rope_proj", lang),
+                             group="rope", xlabel="head dimension", ylabel="token"))
     for name, toks, inp in (("Q", row_tokens, "X"), ("K", col_tokens, src), ("V", col_tokens, src)):
-        out.append(Stage(name, f"{name} = {inp} W_{name}", steps[name], toks, dims_k, shape(name, steps[name]),
-                         rf"{name}{h} = {inp}\,W^{{{name}}}{h} + b^{{{name}}}{h}",
-                         t("steps.cap.QKV", lang, n=steps[name].shape[0], k=k), group="QKV",
-                         xlabel="head dimension", ylabel="token"))
+        turned = rotary and name != "V"
+        title = t("steps.rope_title", lang, name=name) if turned else f"{name} = {inp} W_{name}"
+        latex = (rf"{name}{h}[i] = R_{{\Theta,\,i}}\,(X\,W^{{{name}}}{h} + b^{{{name}}}{h})[i]" if turned
+                 else rf"{name}{h} = {inp}\,W^{{{name}}}{h} + b^{{{name}}}{h}")
+        caption = (t("steps.cap.rope", lang, half=k // 2, k=k, theta=float(steps["rope_theta"]))
+                   if turned and "rope_theta" in steps else t("steps.cap.QKV", lang, n=steps[name].shape[0], k=k))
+        out.append(Stage(name, title, steps[name], toks, dims_k, shape(name, steps[name]), latex, caption,
+                         group="QKV", xlabel="head dimension", ylabel="token"))
     mask = steps["mask"].astype(bool)
     blocked = ~mask
     lim = float(np.abs(steps["scaled"][mask]).max()) if mask.any() else 1.0

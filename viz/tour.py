@@ -104,21 +104,29 @@ def add_norm_figures(sub: dict, norm: str, tokens: list[str], *, sum_title: str,
     norm normalises (post-LN: the residual sum), each token's mean and variance, γ and β, the normalised result.
     {name: (figure, matrix to export or None)}."""
     s, y = sub[f"{norm}_in"], sub[norm]
-    stats = per_token_bars({t("tour.add_norm.mean", lang): sub[f"mean_{norm}"],
-                            t("tour.add_norm.var", lang): sub[f"var_{norm}"]}, tokens,
-                           title=t("tour.add_norm.stats_fig", lang), lecture=lecture)
-    gb = per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"], "β (beta)": sub[f"beta_{norm}"]},
-                       title=t("tour.add_norm.gb_fig", lang), xlabel=t("tour.axis.dim", lang), lecture=lecture)
+    eps = float(sub[f"eps_{norm}"])
+    if f"ms_{norm}" in sub:  # RMSNorm: y = γ s / √(mean(s²) + ε), no mean taken out and no β
+        stats = per_token_bars({t("tour.rms.ms", lang): sub[f"ms_{norm}"]}, tokens,
+                               title=t("tour.rms.stats_fig", lang), lecture=lecture)
+        gb = per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"]}, title=t("tour.rms.g_fig", lang),
+                           xlabel=t("tour.axis.dim", lang), lecture=lecture)
+        norm_title = t("tour.rms.norm_fig", lang, eps=eps)
+    else:
+        stats = per_token_bars({t("tour.add_norm.mean", lang): sub[f"mean_{norm}"],
+                                t("tour.add_norm.var", lang): sub[f"var_{norm}"]}, tokens,
+                               title=t("tour.add_norm.stats_fig", lang), lecture=lecture)
+        gb = per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"], "β (beta)": sub[f"beta_{norm}"]},
+                           title=t("tour.add_norm.gb_fig", lang), xlabel=t("tour.axis.dim", lang), lecture=lecture)
+        norm_title = t("tour.add_norm.norm_fig", lang, eps=eps)
     return {"sum": (token_matrix(s, tokens, sum_title, lang=lang, lecture=lecture), s), "stats": (stats, None),
-            "gb": (gb, None),
-            "norm": (token_matrix(y, tokens, t("tour.add_norm.norm_fig", lang, eps=float(sub[f"eps_{norm}"])),
-                                  lang=lang, lecture=lecture), y)}
+            "gb": (gb, None), "norm": (token_matrix(y, tokens, norm_title, lang=lang, lecture=lecture), y)}
 
 
 def ffn_figures(sub: dict, tokens: list[str], *, layer: int, act: str, lang: str = "en", weights: bool = False,
                 lecture: bool = False) -> dict[str, tuple[go.Figure, np.ndarray | None]]:
     """The Feed Forward sublayer in order: (W_1,) x W_1 + b_1, the activation, (W_2,) and the layer output after
-    the last Add & Norm. {name: (figure, matrix to export)}; `weights` adds W_1 (d, f) and W_2 (f, d)."""
+    the last Add & Norm. {name: (figure, matrix to export)}; `weights` adds W_1 (d, f) and W_2 (f, d). A gated FFN
+    (SwiGLU: sub has "ffn_gate") shows x W_gate, act(x W_gate), x W_1 + b_1 and their product, W_2's input."""
     pre, hid = sub["ffn_pre"], sub["ffn_act"]
     out: dict[str, tuple[go.Figure, np.ndarray | None]] = {}
 
@@ -131,9 +139,23 @@ def ffn_figures(sub: dict, tokens: list[str], *, layer: int, act: str, lang: str
 
     if weights:
         weight("W_1")
-    out["pre"] = (token_matrix(pre, tokens, t("tour.ffn.pre_fig", lang, n=len(tokens), f=pre.shape[1]), lang=lang,
-                               lecture=lecture), pre)
-    out["act"] = (token_matrix(hid, tokens, t("tour.ffn.act_fig", lang, act=act), lang=lang, lecture=lecture), hid)
+    if "ffn_gate" in sub:  # gated (SwiGLU): act(x W_gate) ⊙ (x W_1 + b_1)
+        gate = sub["ffn_gate"]
+        n, f = gate.shape
+        if weights:
+            weight("W_gate")
+        out["gate"] = (token_matrix(gate, tokens, t("tour.glu.gate_fig", lang, n=n, f=f), lang=lang, lecture=lecture),
+                       gate)
+        out["act"] = (token_matrix(hid, tokens, t("tour.glu.act_fig", lang, act=act), lang=lang, lecture=lecture), hid)
+        out["pre"] = (token_matrix(pre, tokens, t("tour.glu.up_fig", lang, n=n, f=f), lang=lang, lecture=lecture), pre)
+        hidden = sub["ffn_hidden"]
+        out["hidden"] = (token_matrix(hidden, tokens, t("tour.glu.hidden_fig", lang, act=act), lang=lang,
+                                      lecture=lecture), hidden)
+    else:
+        out["pre"] = (token_matrix(pre, tokens, t("tour.ffn.pre_fig", lang, n=len(tokens), f=pre.shape[1]),
+                                   lang=lang, lecture=lecture), pre)
+        out["act"] = (token_matrix(hid, tokens, t("tour.ffn.act_fig", lang, act=act), lang=lang, lecture=lecture),
+                      hid)
     if weights:
         weight("W_2")
     out["out"] = (token_matrix(sub["output"], tokens, t("tour.ffn.out_fig", lang, layer=layer), lang=lang,

@@ -225,7 +225,8 @@ def test_dialog_warns_when_only_this_machine_can_open_the_link(monkeypatch):
     assert not at.exception
     dialog = _dialog(at)
     (warning,) = [w for w in _descendants(dialog) if type(w).__name__ == "Warning"]
-    assert warning.value == t("share.localhost", "ko", url="http://localhost:8501")
+    assert warning.value == t("share.localhost", "ko", url="`http://localhost:8501`")
+    assert "`http://localhost:8501`을 열 수 없습니다" in warning.value
     assert "HEADLIGHT_PUBLIC_URL=" in warning.value and "localhost:8501" in warning.value
     (link,) = decode(_code_png(at, dialog))
     assert link.startswith("http://localhost:8501/s/")

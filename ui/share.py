@@ -104,7 +104,7 @@ def share_dialog(lang: str, page: str = "") -> None:
         link = current_url() or payload
     st.html(_CSS)
     if not base.reachable:
-        st.warning(t("share.localhost", lang, url=base.url))
+        st.warning(t("share.localhost", lang, url=f"`{base.url}`"))  # as code: no link, the particle outside it
     if len(link) > MAX_QR_CHARS:
         st.info(t("share.too_long", lang, n=len(link)))
     else:

@@ -312,3 +312,19 @@ def test_a_short_link_through_the_running_app(tmp_path):
             if want == 307:
                 assert r.getheader("location") == payload
             conn.close()
+
+
+def test_serve_public_url_command():
+    """deploy/serve.sh's HEADLIGHT_PUBLIC_URL: `python -m serve public-url BIND`."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def run(bind: str) -> str:
+        return subprocess.run([sys.executable, "-m", "serve", "public-url", bind], capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+
+    assert run("127.0.0.1:8501") == ""
+    assert run("10.1.2.3:8501") == "http://10.1.2.3:8501"
+    lan = hosts.lan_address()
+    assert run("0.0.0.0:8501") == (f"http://{lan}:8501" if lan else "")

@@ -225,7 +225,8 @@ def test_dialog_warns_when_only_this_machine_can_open_the_link(monkeypatch):
     assert not at.exception
     dialog = _dialog(at)
     (warning,) = [w for w in _descendants(dialog) if type(w).__name__ == "Warning"]
-    assert warning.value == t("share.localhost", "ko", url="http://localhost:8501")
+    assert warning.value == t("share.localhost", "ko", url="`http://localhost:8501`")
+    assert "`http://localhost:8501`을 열 수 없습니다" in warning.value
     assert "HEADLIGHT_PUBLIC_URL=" in warning.value and "localhost:8501" in warning.value
     (link,) = decode(_code_png(at, dialog))
     assert link.startswith("http://localhost:8501/s/")
@@ -311,3 +312,19 @@ def test_a_short_link_through_the_running_app(tmp_path):
             if want == 307:
                 assert r.getheader("location") == payload
             conn.close()
+
+
+def test_serve_public_url_command():
+    """deploy/serve.sh's HEADLIGHT_PUBLIC_URL: `python -m serve public-url BIND`."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def run(bind: str) -> str:
+        return subprocess.run([sys.executable, "-m", "serve", "public-url", bind], capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+
+    assert run("127.0.0.1:8501") == ""
+    assert run("10.1.2.3:8501") == "http://10.1.2.3:8501"
+    lan = hosts.lan_address()
+    assert run("0.0.0.0:8501") == (f"http://{lan}:8501" if lan else "")

@@ -4,7 +4,7 @@ open the exact view (page, sentence, model, layer, head, token, step, language) 
 The short link: the view's path and query string (`view_payload`) are stored with ui/shortlinks.py (content-addressed,
 on disk, shared by every app process) and the link is `<base>/s/<id>`; the door (serve/door.py) answers it with a
 307 to the stored path and query. A Korean sentence makes a ~400-character link once percent-encoded, a dense code
-that a phone cannot read from the back row; the short link is ~30-45 characters (a version 3-4 code).
+that a phone cannot read from the back row; the short link is ~30-45 characters (a version 3 code, 29 x 29 modules, at error level M).
 
 The base must be a host the students' phones can reach: ui/hosts.py `public_base` ($HEADLIGHT_PUBLIC_URL, else a
 non-loopback browser URL, else the LAN address when the server listens on all interfaces, else localhost with a
@@ -37,6 +37,8 @@ SHORT_PREFIX = "/s/"  # the door answers <base>/s/<id>
 DIALOG_WIDTH = 1400  # px (narrower screens: the screen's width)
 QR_PX = 760  # the code's width with its quiet zone: at 1600 x 1000 most of the dialog's height (at most 72 % of the
 # screen's height; on a phone, the column's width)
+
+
 def view_payload(page: str = "") -> str:
     """The current view's path and query string (no scheme or host): what a short link stores. The path is the
     browser's (st.context.url) when known, else the page's URL path ("" for the default page)."""
@@ -104,7 +106,7 @@ def share_dialog(lang: str, page: str = "") -> None:
         link = current_url() or payload
     st.html(_CSS)
     if not base.reachable:
-        st.warning(t("share.localhost", lang, url=base.url))
+        st.warning(t("share.localhost", lang, url=f"`{base.url}`"))  # as code: no link, the particle outside it
     if len(link) > MAX_QR_CHARS:
         st.info(t("share.too_long", lang, n=len(link)))
     else:

@@ -135,6 +135,8 @@ def test_surgery_maps_show_a_layer_after_the_removed_heads_and_differ():
     assert not np.allclose(_z(before), _z(after))  # the ablation reached this head: the maps differ
     assert any("after the removed heads" in c.value and "Largest change of a weight here" in c.value
                for c in at.caption)
+    (delta,) = [c for c in _charts(at) if "After − before, Layer 5 · Head 0" in c]
+    assert np.allclose(_z(delta), _z(after) - _z(before), atol=1e-6)
 
 
 def test_surgery_maps_follow_the_sidebar_layer_when_it_is_after_the_heads():

@@ -86,7 +86,7 @@ def test_positional_shows_both_models_for_the_sentence():
     charts += _charts(at.run())
     assert any("X: word embeddings" in c for c in charts)
     assert any("PE: sinusoidal" in c for c in charts)
-    assert any("minilm-l6 learned" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
+    assert any("Learned: 512" in c for c in charts) and any("Sinusoidal: 512" in c for c in charts)
 
 
 @pytest.mark.parametrize("key,value", [("layer", 3), ("head", 7)])
@@ -219,10 +219,11 @@ def test_positional_learned_comparison_offers_e5():
     picker = at.selectbox(key="pe_cmp_model")
     assert picker.value == E5 and "minilm-l6" in picker.options and "smollm2-135m" not in picker.options
     charts = _charts(at)
-    assert any(f"{E5} learned: 512 × 384" in c for c in charts) and any("Sinusoidal: 512 × 384" in c for c in charts)
+    assert any("Learned: 512 × 384" in c for c in charts) and any("Sinusoidal: 512 × 384" in c for c in charts)
     assert any(f"Learned ({E5})" in s.value for s in at.subheader)
     minilm = _charts(picker.set_value("minilm-l6").run())
-    assert any("minilm-l6 learned: 512 × 384" in c for c in minilm) and minilm != charts
+    assert any("Learned (minilm-l6)" in s.value for s in at.subheader)
+    assert minilm[0] != charts[0] and minilm[2] == charts[2]  # another learned table; the same sinusoidal one
 
 
 def test_positional_rotary_model_says_its_positions_are_rotations():

@@ -205,6 +205,10 @@ def before_after_maps(view: View, effect, picked: tuple) -> None:
             chart(fig, key, Export(att[layer, view.head], list(effect.tokens), list(effect.tokens),
                                    f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
                                    f"head-surgery-{key[3:]}"))
+    delta = effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]
+    chart(vh.ablation_delta_heatmap(effect, layer, view.head, lecture=view.lecture, lang=lg), "hl_ablation_delta",
+          Export(delta, list(effect.tokens), list(effect.tokens), t("heads.viz.ablation_delta", lg, where=where),
+                 view.text, "head-surgery-delta"))
 
 
 def next_token_surgery(view: View, picked: tuple, mode: str) -> None:

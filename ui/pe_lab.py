@@ -153,10 +153,11 @@ def learned_vs_fixed(view: View) -> None:
     for col, mat, sim, kind in zip(st.columns(2), (learned, runs.pe_table(n, d)),
                                    (learned_sim, runs.pe_similarity(n, d, True)), ("learned", "sinusoidal")):
         label, en = t(f"pe.kind.{kind}", lg, model=name), t(f"pe.kind.{kind}", "en", model=name)
+        short = t(f"pe.kind_short.{kind}", lg)  # on screen (half a page wide; the subheader names the model)
         with col:
-            st.plotly_chart(vp.pe_heatmap(mat, title=f"{label}: {n} × {d}", lecture=view.lecture,
+            st.plotly_chart(vp.pe_heatmap(mat, title=f"{short}: {n} × {d}", lecture=view.lecture,
                                           max_side=256, lim=vp.robust_limit(mat), lang=lg), key=f"cmp_{kind}")
-            chart(vp.similarity_heatmap(sim, title=t("pe.fig.cmp_sim", lg, name=label), cosine=True,
+            chart(vp.similarity_heatmap(sim, title=t("pe.fig.cmp_sim", lg, name=short), cosine=True,
                                         lecture=view.lecture, lang=lg),
                   f"cmp_sim_{kind}", pe_export(sim, t("pe.export.cmp_sim", lg, name=label), t("pe.axis.position", lg),
                                                lg, filename=t("pe.export.cmp_sim", "en", name=en)))

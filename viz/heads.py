@@ -193,6 +193,17 @@ def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = Fals
                     extra_layout=_fit({}), **kw))
 
 
+def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = False,
+                           lang: str = "en") -> go.Figure:
+    """After − before attention of one head (a layer after the removed heads), on a symmetric diverging scale."""
+    d = effect.attention_after[layer, head] - effect.attention_before[layer, head]
+    m = float(np.abs(d).max())
+    return heatmap(d, effect.tokens, effect.tokens, title=tr("heads.viz.ablation_delta", lang, where=_lh(layer, head, lang)),
+                   colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, xlabel=tr("ex.axis.key", lang),
+                   ylabel=tr("ex.axis.query", lang), colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture,
+                   lang=lang, extra_layout=_fit({}))
+
+
 def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Top-k next-token probabilities at the chosen step, before and after (same prefix)."""
     rows = deff.top_rows()

@@ -20,12 +20,16 @@ import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from gguf import quants
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 from gguf.quants import dequantize
+
+if TYPE_CHECKING:
+    from .config import TransformerConfig
 
 from .errors import WeightsError
 from .weights import Fn
@@ -231,6 +235,15 @@ def _unpermute(n_heads: int):
         return w.reshape(n_heads, half, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape).contiguous()
 
     return fn
+
+
+def read_gguf_config(path) -> TransformerConfig:
+    """The TransformerConfig of a GGUF file, from its header only (no tensor is read)."""
+    f = GGUFFile(path)
+    try:
+        return gguf_config(f)
+    finally:
+        f.close()
 
 
 def gguf_config(f: GGUFFile):

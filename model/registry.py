@@ -45,14 +45,10 @@ def _smollm2(device):
 
 
 def _smollm2_config():
-    from .gguf import GGUFFile, gguf_config
+    from .gguf import read_gguf_config
     from .loaders import smollm2_path
 
-    f = GGUFFile(smollm2_path())
-    try:
-        return gguf_config(f)
-    finally:
-        f.close()
+    return read_gguf_config(smollm2_path())
 
 
 def _paper_base(device):

@@ -44,13 +44,9 @@ def _config(path: str):
     """config() -> TransformerConfig of a folder (its config.json) or a GGUF file (its header); no weights read."""
     def config():
         if path.lower().endswith(".gguf"):
-            from ..gguf import GGUFFile, gguf_config
+            from ..gguf import read_gguf_config
 
-            f = GGUFFile(path)
-            try:
-                return gguf_config(f)
-            finally:
-                f.close()
+            return read_gguf_config(path)
         from .configs import Fields
         from .families import FAMILIES
 

@@ -184,6 +184,7 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     names = head_names(d, mode, lg)
     c1, c2 = st.columns([3, 1])
     heads = c1.multiselect(t("ex.heads", lg), list(range(H)), default=list(range(H)), key=f"{K_HEADS}-{H}",
+                           placeholder=t("widgets.pick_heads_shown", lg), select_all=False,
                            format_func=lambda h: names[h] if h < len(names) else t("ex.head_n", lg, i=h))
     long_input = max(d.att.shape[-2:]) > 60
     top_k = int(c2.number_input(t("ex.top_k", lg), 1, 50, 20 if long_input else 50,

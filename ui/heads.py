@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
-from i18n import error_message, t
+from i18n import error_message, head_name, t
 from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
@@ -65,9 +65,11 @@ def head_options(view: View) -> list[str]:
 
 
 def head_option_label(option: str, lang: str) -> str:
-    """How a head option is shown ("decoder_self:1.2" -> "디코더 셀프:1.2" in Korean); the value stays as it is."""
+    """How a head option is shown: its one name ("2.6" -> "레이어 2 · 헤드 6", "decoder_self:1.2" -> "디코더 셀프
+    어텐션 · 레이어 1 · 헤드 2" in Korean, i18n.head_name); the value stays as it is."""
     block, _, lh = option.rpartition(":")
-    return f"{t(f'heads.opt.{block}', lang)}:{lh}" if block else option
+    layer, _, head = lh.partition(".")
+    return head_name(int(layer), int(head), lang, block=block or None)
 
 
 def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
@@ -127,7 +129,8 @@ def surgery(view: View) -> None:
     where = layer_head(view.layer, view.head, lg)
     c1, c2 = st.columns([3, 2])
     chosen = c1.multiselect(t("heads.surgery.heads", lg), head_options(view), key="hl_heads", **URL,
-                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg))
+                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg),
+                            placeholder=t("widgets.pick_heads", lg), select_all=False)  # no English "Select all"
     mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key="hl_mode", **URL,
                         format_func=lambda m: t(f"heads.ablation.{m}", lg))
     picked = tuple(ah.heads_from_text(",".join(chosen)))

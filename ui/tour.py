@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from i18n import t
+from i18n import activation_name, t
 from model.data import TASKS
 from model.trace import AttentionTrace
 from viz import seq2seq as vs
@@ -195,7 +195,8 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
         return
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
     st.caption(t(f"tour.positional.{'learned' if view.model.config.positional == 'learned' else 'sinusoidal'}", lg))
-    fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg))
+    fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg),
+                              lang=lg)
     st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
 
 
@@ -287,7 +288,7 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
         figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
                                    lecture=view.lecture)
     else:
-        act = view.model.activation.upper()
+        act = activation_name(view.model.activation, gated=view.model.config.gated_ffn)
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
@@ -324,26 +325,26 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     st.caption(t("tour.dec_inputs", lg, step=step, n=n))
     st.code(" ".join(s.inputs), language=None, wrap_lines=True)
     if key == "decoder_self":
-        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture)
+        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
                  t("tour.axis.dec_input", lg))
         title = f"{DECODER_MODEL} · " + t("tour.fig.dec_self", lg, where=where, step=step)
         chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
                                            view.text, f"{DECODER_MODEL}-decoder-self", heatmap=dict(masked=blocked)))
     elif key == "cross":
-        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture)
+        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
         title = f"{DECODER_MODEL} · " + t("tour.fig.cross", lg, where=where)
         chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
                                         view.text, f"{DECODER_MODEL}-cross"))
-        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture)
+        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
                                             out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
                         key="tour_cross_row")
     else:
         if quiz_on and not quiz.next_token_question(view, run, step, lg):
             return
-        fig = vs.topk_figure(run, step, lecture=view.lecture)
+        fig = vs.topk_figure(run, step, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
                                  t("tour.axis.probability", lg)), key="tour_topk")
         st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))

@@ -16,7 +16,7 @@ import streamlit as st
 
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
-from i18n import t
+from i18n import head_name, t
 from viz.attention import HEAD_HOVER, grid_figure, grid_figure_mpl, token_view, token_view_mpl
 from viz.export import matrix_csv
 from viz.heatmap import heatmap
@@ -212,7 +212,7 @@ def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en") -> tuple[np.
     """Every metric per head: ((L*H, 6) values, 'Layer i Head h' rows, metric names)."""
     L, H = next(iter(metrics.values())).shape
     table = np.stack([metrics[k].ravel() for k in am.METRICS], axis=1)  # (L*H, 6)
-    return (table, [t("ex.metrics.row", lang, layer=i // H, head=i % H) for i in range(L * H)],
+    return (table, [head_name(i // H, i % H, lang) for i in range(L * H)],
             list(metric_labels(lang).values()))
 
 

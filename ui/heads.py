@@ -232,7 +232,7 @@ def beyond_weights(view: View) -> None:
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
     H = vn.weights.shape[1]
     chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg), "hl_special", Export(
-        share, [t("ex.metrics.row", lg, layer=i // H, head=i % H) for i in range(len(share))],
+        share, [head_name(i // H, i % H, lg) for i in range(len(share))],
         [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
         view.text, "special-shares"))
     try:

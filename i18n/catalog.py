@@ -16,6 +16,14 @@ is the fallback at run time).
     t("tour.step_of", "en", i=3, n=14)            # "Step 3 of 14"
     term("attention", "ko")                       # "어텐션" (i18n/glossary.json)
 
+Korean particles after a value are chosen by the value (i18n/particles.py): "{head:|는}" -> "헤드 1은" / "헤드 2는".
+A token before a particle is quoted, with the particle after the quote: "{token:“”|가}" -> "“▁그녀”가" (a token can
+itself be a particle or a syllable: "▁그녀는", "않을" would read as a sentence); "{token:``|를}" makes a markdown
+code span of the raw text ("`<eos>`를": a code span shows backslash escapes literally). A value escaped for markdown
+or HTML (ui.view.md_escape, viz.theme.esc) is a `Shown` that keeps its raw text, and the particle is chosen from that
+("<bos>가", never "&lt;bos&gt;이"). A head is named by i18n.names.head_name ("레이어 2 · 헤드 6") and an activation by
+activation_name ("ReLU", "GELU", "SiLU/Swish", "SwiGLU").
+
 Terms follow the Korean lecture notes (../shared/seeds/): 어텐션, 셀프 어텐션, 멀티 헤드, 쿼리 / 키 / 밸류, 인코더,
 디코더, 임베딩, 토큰 in Korean; Positional Encoding, Softmax, Masked, Add & Norm, Feed Forward kept in English.
 No Streamlit here: the UI picks the language (sidebar key "lang", URL `lang=ko|en`) and passes it in.

@@ -73,10 +73,12 @@ def word_weight(att: np.ndarray, query: tuple[int, ...], target: tuple[int, ...]
     return att[:, :, q][:, :, :, k].sum(-1).mean(-1)
 
 
-def side(model, sentence: str, query: str, target: str) -> Side:
+def side(model, sentence: str, query: str, target: str, label: str = "A") -> Side:
+    """One sentence's side; `label` ("A" / "B") names the sentence in an error (the catalogue translates the
+    words "query word" / "target word", error.value.*)."""
     inp = encoder_input(model, sentence)
-    qi = locate(inp, query, what="query", sentence=sentence)
-    ti = locate(inp, target, what="target", sentence=sentence)
+    qi = locate(inp, query, what="query word", sentence=label)
+    ti = locate(inp, target, what="target word", sentence=label)
     tr = model.trace(sentence)
     w = word_weight(tr.encoder_attention, qi, ti).astype(np.float32)
     return Side(sentence, qi, ti, inp.tokens, readonly(w), word_text(inp.tokens, qi), word_text(inp.tokens, ti))
@@ -85,7 +87,7 @@ def side(model, sentence: str, query: str, target: str) -> Side:
 def compare(model, a: tuple[str, str, str] = DEFAULT_EN, b: tuple[str, str, str] = DEFAULT_KO, *,
             k: int = 10) -> CrossLingual:
     """a, b: (sentence, query word, target word) in each language."""
-    sa, sb = side(model, *a), side(model, *b)
+    sa, sb = side(model, *a, label="A"), side(model, *b, label="B")
     wa, wb = sa.weight.reshape(-1), sb.weight.reshape(-1)
     n = wa.size
     k = max(1, min(k, n))

@@ -16,6 +16,14 @@ is the fallback at run time).
     t("tour.step_of", "en", i=3, n=14)            # "Step 3 of 14"
     term("attention", "ko")                       # "어텐션" (i18n/glossary.json)
 
+Korean particles after a value are chosen by the value (i18n/particles.py): "{head:|는}" -> "헤드 1은" / "헤드 2는".
+A token before a particle is quoted, with the particle after the quote: "{token:“”|가}" -> "“▁그녀”가" (a token can
+itself be a particle or a syllable: "▁그녀는", "않을" would read as a sentence); "{token:``|를}" makes a markdown
+code span of the raw text ("`<eos>`를": a code span shows backslash escapes literally). A value escaped for markdown
+or HTML (ui.view.md_escape, viz.theme.esc) is a `Shown` that keeps its raw text, and the particle is chosen from that
+("<bos>가", never "&lt;bos&gt;이"). A head is named by i18n.names.head_name ("레이어 2 · 헤드 6") and an activation by
+activation_name ("ReLU", "GELU", "SiLU/Swish", "SwiGLU").
+
 Terms follow the Korean lecture notes (../shared/seeds/): 어텐션, 셀프 어텐션, 멀티 헤드, 쿼리 / 키 / 밸류, 인코더,
 디코더, 임베딩, 토큰 in Korean; Positional Encoding, Softmax, Masked, Add & Norm, Feed Forward kept in English.
 No Streamlit here: the UI picks the language (sidebar key "lang", URL `lang=ko|en`) and passes it in.
@@ -25,10 +33,11 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import string
 from pathlib import Path
 
-from .particles import particle
+from .particles import Shown, particle, raw_text
 
 LANGS = ("en", "ko")
 DEFAULT_LANG = "en"
@@ -79,16 +88,38 @@ def pick_lang(*candidates: object) -> str:
     return DEFAULT_LANG
 
 
+QUOTES = {"“”": ("“", "”"), "‘’": ("‘", "’"), '""': ('"', '"'), "「」": ("「", "」")}
+
+
+def code_span(text: object) -> str:
+    """`text` as a markdown code span, shown literally: the raw text (a code span ignores backslash escapes, so an
+    escaped value would show its backslashes), fenced by more backticks than any run inside it."""
+    s = raw_text(text)
+    run = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
 class _Formatter(string.Formatter):
-    """str.format, plus a Korean particle after a value: "{head:|는}" -> "헤드 1은" / "헤드 2는", "{x:.3f|은}"
-    (i18n/particles.py)."""
+    """str.format, plus a Korean particle after a value and the value's quotes or code marks:
+    - "{head:|는}" -> "헤드 1은" / "헤드 2는", "{x:.3f|은}" (i18n/particles.py);
+    - "{token:“”|가}" -> "“▁그녀”가": the value in quotes, the particle after the closing quote (also ‘’, "", 「」);
+    - "{token:``|를}" -> "`<eos>`를": the value as a markdown code span (its raw text), the particle after it.
+    The particle is chosen from the raw text of a Shown value (escaped for markdown or HTML), never the escapes."""
 
     def format_field(self, value, format_spec: str) -> str:
-        if "|" in format_spec:
-            spec, form = format_spec.rsplit("|", 1)
+        spec, form = format_spec.rsplit("|", 1) if "|" in format_spec else (format_spec, None)
+        if spec in QUOTES:
+            text = QUOTES[spec][0] + str(value) + QUOTES[spec][1]
+        elif spec == "``":
+            text = code_span(value)
+        else:
             text = format(value, spec)
-            return text + particle(text, form)
-        return format(value, format_spec)
+        if form is None:
+            return text
+        said = raw_text(value) if isinstance(value, Shown) or spec in QUOTES or spec == "``" else text
+        return text + particle(said, form)
 
 
 FORMATTER = _Formatter()

@@ -10,7 +10,8 @@ How a value ends, read aloud:
 - digits: the Korean reading of the number's end: 1 일, 2 이, 3 삼, 4 사, 5 오, 6 육, 7 칠, 8 팔, 9 구, 0 영;
   trailing zeros are 십 / 백 / 천 / 만 / 억 ("10은", "100은", "1000은", "20은");
 - Latin letters: an acronym or a single letter by its letter name (L 엘, M 엠, N 엔; "PNG는", "CPU는"); a word by
-  its last sound (-l ㄹ, -m / -n / -ng / -k / -p / -t a final consonant: "small로", "tiny를", "Python은");
+  its last sound (-l ㄹ, -m / -n / -ng / -k / -p / -t a final consonant: "small로", "tiny를", "Python은";
+  but -x is read 스 and -ght 트, vowels: "Softmax로", "Headlight를");
 - anything else (punctuation, quotes, brackets, code marks) is skipped to the character before it; a value with no
   readable end gets both forms, "은(는)".
 """
@@ -66,8 +67,10 @@ def final_sound(value: str) -> str | None:
         low = run.lower()
         if low.endswith("ng"):
             return "ㅇ"
-        if low.endswith(("ck", "x")):
+        if low.endswith("ck"):
             return "ㄱ"
+        if low.endswith(("x", "ght")):  # -x is read 스 (box 박스, Softmax 소프트맥스); -ght 트 (light 라이트)
+            return ""
         return _WORD_FINAL.get(low[-1], "")
     return None
 
@@ -87,3 +90,24 @@ def particle(value: str, form: str) -> str:
 
 def with_particle(value: str, form: str) -> str:
     return f"{value}{particle(value, form)}"
+
+
+class Shown(str):
+    """Text made ready for where it is shown (escaped for markdown or HTML, quoted, shortened) that remembers the raw
+    text it shows: a particle after it is chosen from the raw text, never from the escaping ("<bos>가", not
+    "&lt;bos&gt;이"; "<eos>를", not "\\<eos\\>"). `ui.view.md_escape` and `viz.theme.esc` return one."""
+
+    raw: str
+
+    def __new__(cls, shown: str, raw: object = None) -> Shown:
+        obj = super().__new__(cls, shown)
+        obj.raw = str(shown if raw is None else getattr(raw, "raw", raw))
+        return obj
+
+    def __reduce__(self):  # copy, deepcopy (plotly copies its figures' text) and pickle keep the raw text
+        return (Shown, (str(self), self.raw))
+
+
+def raw_text(value: object) -> str:
+    """The text a particle is chosen from: a Shown value's raw text, else the value as text."""
+    return value.raw if isinstance(value, Shown) else str(value)

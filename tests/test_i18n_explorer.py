@@ -17,7 +17,7 @@ from i18n_support import english_only, page_texts
 from streamlit.testing.v1 import AppTest
 
 from analysis import metrics as am
-from i18n import t
+from i18n import head_name, t
 from model.examples import EXAMPLE_SENTENCES
 from ui import explorer as ex
 from ui import heads as uh
@@ -154,7 +154,7 @@ def test_explorer_quiz(lang, minilm):
     assert_ok(at)
     assert at.toggle(key=ex.K_QUIZ).label == t("ex.quiz", lang)
     assert not charts(at), "One head: the heatmap (the answer) is hidden until the reveal"
-    question = t("quiz.attend.q", lang, token="it", layer=0, head=0)
+    question = t("quiz.attend.q", lang, token="it", where=head_name(0, 0, lang))
     assert question in [w.label for w in at.get("button_group")]
 
     guess = 2  # "animal"
@@ -209,7 +209,7 @@ def test_keys_used_exist_in_both_languages():
     used |= {f"ex.mode.{m}" for m in MODES} | {f"ex.metric.{k}" for k in am.METRICS}
     used |= {f"ex.head_name.{m}" for m in ("mean", "rollout")} | {f"ex.block.{b}" for b in ("decoder_self", "cross")}
     used |= {f"heads.ablation.{m}" for m in ABLATIONS} | {f"heads.mode.{m}" for m in ABLATIONS}
-    used |= {f"heads.atlas.{k}" for k in [*atlas.TOP_LABELS, "coref_mass"]} | {"heads.opt.decoder_self", "heads.opt.cross"}
+    used |= {f"heads.atlas.{k}" for k in [*atlas.TOP_LABELS, "coref_mass"]}
     used |= {f"heads.atlas.cell.{k}" for k in atlas.TOP_LABELS}
     used |= {f"shell.unit.{u}" for u in ("layer", "head", "token")} | {"heads.beyond.weights", "heads.beyond.norms"}
     used |= {f"heads.note.{k}" for k in ("pairs", "norms", "flow", "surgery", "lens")}

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("8", "ㄹ"), ("9", ""), ("0", "ㅇ"), ("10", "ㅂ"), ("20", "ㅂ"), ("100", "ㄱ"), ("1,000", "ㄴ"), ("10000", "ㄴ"),
     ("100000000", "ㄱ"), ("L", "ㄹ"), ("M", "ㅁ"), ("N", "ㄴ"), ("K", ""), ("PNG", ""), ("CPU", ""), ("HTML", "ㄹ"),
     ("seq2seq-tiny", ""), ("paper-base", ""), ("MiniLM-L6", "ㄱ"), ("multilingual-e5-small", "ㄹ"), ("Python", "ㄴ"),
-    ("the cat", "ㅅ"), ("swing", "ㅇ"), ("back", "ㄱ"), ("box", "ㄱ"), ("“그것은”", "ㅇ"), ("`it`)", "ㅅ"), ("", None),
+    ("the cat", "ㅅ"), ("swing", "ㅇ"), ("back", "ㄱ"), ("box", ""), ("Softmax", ""), ("Headlight", ""), ("“그것은”", "ㅇ"), ("`it`)", "ㅅ"), ("", None),
     ("!!", None),
 ])
 def test_final_sound(value, end):
@@ -61,13 +61,28 @@ def test_catalogue_format_spec():
 PARTICLES = "|".join(sorted({p for pair in PAIRS.values() for p in pair} | {"은\\(는\\)", "이\\(가\\)", "을\\(를\\)",
                                                                           "\\(으\\)로", "와\\(과\\)"}, key=len,
                             reverse=True))
-FIXED = re.compile(r"\{[^{}]*\}(?:\*\*|`)?(" + PARTICLES + r")(?![가-힣])")
+# a fixed particle right after a placeholder, also after its closing quote, bracket or code mark ("“{token}”이",
+# "`{path}`(는)"), or a "(는)"-style second form glued after one: the particle must come from the value
+CLOSERS = r"(?:\*\*|`|[”’\"'」』>])*"  # not ')': "모델({model})은" takes the word's particle
+FIXED = re.compile(r"\{[^{}]*\}" + CLOSERS + r"(" + PARTICLES + r"|\((?:" + PARTICLES + r")\))(?![가-힣])")
+INSIDE_CODE = re.compile(r"`\{[^{}`]*\|[^{}`]*\}`")  # "`{token:|을}`": the particle inside the code span
 
 
 def test_no_fixed_particle_after_a_placeholder_in_any_catalogue_file():
     bad = {}
     for path in sorted((ROOT / "i18n").glob("ko*.json")):
         for key, value in json.loads(path.read_text(encoding="utf-8")).items():
-            if isinstance(value, str) and FIXED.search(value):
+            if isinstance(value, str) and (FIXED.search(value) or INSIDE_CODE.search(value)):
                 bad[f"{path.name}:{key}"] = value
     assert bad == {}
+
+
+@pytest.mark.parametrize("text", ["“{token}”이 바라보는 곳", "`{path:|은}`(는) 아닙니다", "`{token:|을}` 내보냅니다",
+                                  "**{model}**를 씁니다"])
+def test_the_rule_catches_fixed_particles_after_quotes_and_code(text):
+    assert FIXED.search(text) or INSIDE_CODE.search(text)
+
+
+@pytest.mark.parametrize("text", ["{token:“”|이} 바라보는 곳", "{path:``|은} 아닙니다", "토큰 {n}개", "“{a}” / “{b}”", "모델({model})은"])
+def test_the_rule_lets_chosen_particles_pass(text):
+    assert not FIXED.search(text) and not INSIDE_CODE.search(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis import crosslingual as xl
-from i18n import error_message, t
+from i18n import error_message, head_name, t
 from model.errors import InputError
 from viz import crosslingual as vx
 
@@ -47,7 +47,7 @@ def crosslingual(view: View) -> None:
     with g2:
         chart(cross_grid(r.b, zmax, r, view), "xl_grid_b", Export(r.b.weight, *_axes(r, lg), t("e5.xl.export", lg), b))
     chart(vx.agreement_scatter(r, lecture=view.lecture, lang=lg), "xl_scatter")
-    rows = [{"head": t("widgets.layer_head", lg, layer=x["layer"], head=x["head"]), "a": round(x["a"], 3),
+    rows = [{"head": head_name(x["layer"], x["head"], lg), "a": round(x["a"], 3),
              "b": round(x["b"], 3), "rank_a": x["rank_a"], "rank_b": x["rank_b"]} for x in r.rows()[:12]]
     st.table(rename_columns(rows, lg))
 

@@ -16,7 +16,7 @@ import streamlit as st
 
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
-from i18n import t
+from i18n import head_name, t
 from viz.attention import HEAD_HOVER, grid_figure, grid_figure_mpl, token_view, token_view_mpl
 from viz.export import matrix_csv
 from viz.heatmap import heatmap
@@ -187,6 +187,7 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     names = head_names(d, mode, lg)
     c1, c2 = st.columns([3, 1])
     heads = c1.multiselect(t("ex.heads", lg), list(range(H)), default=list(range(H)), key=f"{K_HEADS}-{H}",
+                           placeholder=t("widgets.pick_heads_shown", lg), select_all=False,
                            format_func=lambda h: names[h] if h < len(names) else t("ex.head_n", lg, i=h))
     long_input = max(d.att.shape[-2:]) > 60
     top_k = int(c2.number_input(t("ex.top_k", lg), 1, 50, 20 if long_input else 50,
@@ -217,7 +218,7 @@ def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en",
     specials = specials or t("notes.specials.none", lang)
     L, H = next(iter(metrics.values())).shape
     table = np.stack([metrics[k].ravel() for k in am.METRICS], axis=1)  # (L*H, 6)
-    return (table, [t("ex.metrics.row", lang, layer=i // H, head=i % H) for i in range(L * H)],
+    return (table, [head_name(i // H, i % H, lang) for i in range(L * H)],
             list(metric_labels(lang, specials).values()))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
-from i18n import error_message, t
+from i18n import error_message, head_name, t
 from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
@@ -64,10 +64,37 @@ def head_options(view: View) -> list[str]:
     return out
 
 
+K_HEADS = "hl_heads"  # the head surgery's heads, in session state and the URL ("?hl_heads=3.1&hl_heads=cross:1.2")
+
+
+def heads_from_url(options: list[str]) -> None:
+    """The chosen heads from the link on a session's first run; kept to this model's heads on every run. Bound by
+    hand, not with bind="query-params": Streamlit's binding writes a multiselect's shown labels into the URL, and
+    these are in the interface language ("레이어 3 · 헤드 1"), so a Korean link would not reopen in English."""
+    ss = st.session_state
+    if K_HEADS not in ss:
+        ss[K_HEADS] = [p.strip() for v in st.query_params.get_all(K_HEADS) for p in v.split(",") if p.strip()]
+    known = set(options)
+    kept = list(dict.fromkeys(o for o in ss[K_HEADS] if o in known))
+    if kept != ss[K_HEADS]:
+        ss[K_HEADS] = kept
+
+
+def heads_to_url(chosen: list[str]) -> None:
+    """The chosen heads into the URL, as their language-free values ("3.1", "cross:1.2")."""
+    if st.query_params.get_all(K_HEADS) != list(chosen):
+        if chosen:
+            st.query_params[K_HEADS] = list(chosen)
+        elif K_HEADS in st.query_params:
+            del st.query_params[K_HEADS]
+
+
 def head_option_label(option: str, lang: str) -> str:
-    """How a head option is shown ("decoder_self:1.2" -> "디코더 셀프:1.2" in Korean); the value stays as it is."""
+    """How a head option is shown: its one name ("2.6" -> "레이어 2 · 헤드 6", "decoder_self:1.2" -> "디코더 셀프
+    어텐션 · 레이어 1 · 헤드 2" in Korean, i18n.head_name); the value stays as it is."""
     block, _, lh = option.rpartition(":")
-    return f"{t(f'heads.opt.{block}', lang)}:{lh}" if block else option
+    layer, _, head = lh.partition(".")
+    return head_name(int(layer), int(head), lang, block=block or None)
 
 
 def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
@@ -125,8 +152,12 @@ def has_tasks(view: View) -> bool:
 def surgery(view: View) -> None:
     lg = view.lang
     c1, c2 = st.columns([3, 2])
-    chosen = c1.multiselect(t("heads.surgery.heads", lg), head_options(view), key="hl_heads", **URL,
-                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg))
+    options = head_options(view)
+    heads_from_url(options)
+    chosen = c1.multiselect(t("heads.surgery.heads", lg), options, key=K_HEADS,
+                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg),
+                            placeholder=t("widgets.pick_heads", lg), select_all=False)  # no English "Select all"
+    heads_to_url(chosen)
     mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key="hl_mode", **URL,
                         format_func=lambda m: t(f"heads.ablation.{m}", lg))
     picked = tuple(ah.heads_from_text(",".join(chosen)))
@@ -239,7 +270,7 @@ def beyond_weights(view: View) -> None:
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
     H = vn.weights.shape[1]
     chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special", Export(
-        share, [t("ex.metrics.row", lg, layer=i // H, head=i % H) for i in range(len(share))],
+        share, [head_name(i // H, i % H, lg) for i in range(len(share))],
         [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
         view.text, "special-shares"))
     try:

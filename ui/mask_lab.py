@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.masks import decoder_stages, example_masks, padded_stages
-from i18n import t
+from i18n import head_name, t
 from viz import masks as vm
 
 from . import runs, store
@@ -84,7 +84,7 @@ def look_ahead_section(view: View) -> None:
     layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.n_heads("decoder_self") - 1)
     dec = runs.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
     st.caption(t("masks.decoder_caption", lg, model=encdec.name, source=" ".join(dec.source_tokens),
-                 tokens=" ".join(dec.tokens), layer=layer, head=head, n_layers=encdec.config.n_decoder_layers,
+                 tokens=" ".join(dec.tokens), where=head_name(layer, head, lg), n_layers=encdec.config.n_decoder_layers,
                  n_heads=encdec.n_heads("decoder_self")))
     st.columns(3)[0].plotly_chart(vm.mask_heatmap(dec.mask, dec.tokens, dec.tokens, lecture=view.lecture, lang=lg,
                                                   title=t("masks.fig.used", lg)), key="dec_mask")

@@ -125,7 +125,7 @@ def pe_table_section(view: View) -> None:
     st.subheader(t("pe.curves", lg))
     st.session_state["pe_dims"] = [j for j in st.session_state.get("pe_dims", []) if j < d] or vp.default_dims(d)
     dims = st.multiselect(t("pe.dims", lg), list(range(d)), key="pe_dims", persist_state="session",
-                          help=t("pe.dims_help", lg))
+                          help=t("pe.dims_help", lg), placeholder=t("widgets.pick_dims", lg), select_all=False)
     chart(vp.pe_curves(pe, dims, lecture=lecture, lang=lg), "pe_curves", Export(
         pe[:, dims], list(range(n)), [t("pe.dim_n", lg, j=j) for j in dims], filename="pe-curves",
         make_figure=lambda: vp.curves_figure(pe, dims, lang=lg)))

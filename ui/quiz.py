@@ -20,7 +20,7 @@ import numpy as np
 import streamlit as st
 
 from analysis.decoding import DecodingRun
-from i18n import t
+from i18n import head_name, t
 from viz import tour as vt
 
 from . import runs
@@ -103,15 +103,16 @@ def attend_question(view: View, layer: int, head: int, weights: np.ndarray, rows
     labels = [f"{j}: {c}" for j, c in enumerate(cols)]
     answer = int(w.argmax())
     qid = _qid("attend", view.model_name, view.text, layer, head, i, *tag)
-    question = t("quiz.attend.q", lg, token=md_escape(rows[i]), layer=layer, head=head)
+    where = head_name(layer, head, lg)
+    question = t("quiz.attend.q", lg, token=md_escape(rows[i]), where=where)
     guess = _ask(qid, question, labels, answer, lg)
     if guess is None:
         return False
-    _verdict(qid, guess, answer, labels, t("quiz.attend.detail", lg, guess=md_escape(labels[guess]),
+    _verdict(qid, guess, answer, labels, t("quiz.attend.detail", lg, guess=md_escape(cols[guess]), pos=guess,
                                             value=float(w[guess]), rank=rank_of(w, guess), n=len(w),
                                             best=float(w[answer])), lg)
     st.plotly_chart(vt.ranked_bars(w, cols, highlight=guess, answer=answer, lecture=view.lecture,
-                                   title=t("quiz.attend.fig", lg, layer=layer, head=head),
+                                   title=t("quiz.attend.fig", lg, where=where),
                                    ylabel=t("quiz.weight", lg)), key=f"{qid}_fig")
     return True
 

@@ -50,7 +50,7 @@ from .view import (
     View,
     resolve,
 )
-from .widgets import session_lang
+from .widgets import document_lang, session_lang
 
 # the favicon is the app's own PNG as a data: URL (no request at all): a :material/: page icon makes the browser fetch
 # it from a CDN (the menu's material icons use the font bundled with Streamlit), and an emoji needs an emoji font the
@@ -90,6 +90,7 @@ def run() -> None:
     except Exception as exc:  # noqa: BLE001 - the boundary: log it, show a short message
         logging.getLogger("headlight").exception("page %s failed", page.title)
         st.error(t("shell.error", lang, kind=type(exc).__name__), icon=":material/warning:")
+    document_lang(session_lang())  # after the sidebar: the language this run was drawn in
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from i18n import t
+from i18n import activation_name, t
 from viz import steps as vs_steps
 from viz import tour as vt
 from viz.steps import SECTION_OF, stage_figure
@@ -106,7 +106,7 @@ def layer_section(view: View, name: str, lang: str) -> None:
         figs.update(vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.cross_sum_fig", lg, n=n, d=d),
                                         lang=lg, lecture=lecture))
     elif name in ("ffn", "ffn_dec"):
-        act = view.model.activation.upper()
+        act = activation_name(view.model.activation)  # ReLU, GELU, SiLU/Swish
         if "W_gate" in sub:  # gated (SwiGLU)
             st.latex(FORMULA_GLU)
             st.markdown(t("steps.ffn.glu_shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))

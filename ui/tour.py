@@ -201,7 +201,8 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
                                             f"{view.model_name}-embedding"))
         return
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
-    fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg))
+    fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg),
+                              lang=lg)
     st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis.explore import default_token
-from i18n import t
+from i18n import Shown, t
 
 if TYPE_CHECKING:
     from model.trace import AttentionTrace
@@ -79,9 +79,11 @@ def block_layers(model, block: str) -> int:
 
 # ---- user text in notices -----------------------------------------------------------------------------------------
 def md_escape(text: object) -> str:
-    """User text made literal for st.markdown / st.warning / st.info (no emphasis, links, headings or HTML)."""
+    """User text made literal for st.markdown / st.warning / st.info (no emphasis, links, headings or HTML). Only for
+    markdown: a plain-text element (a selectbox option, a figure) or a code span would show the backslashes; there,
+    pass the raw text (or the catalogue's code-span field, "{token:``}")."""
     s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", s)
+    return Shown(re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", s), text)  # a particle reads the raw text
 
 
 def show_value(raw) -> str:

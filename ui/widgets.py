@@ -7,6 +7,7 @@ picks a format; a rerun never pays for them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,8 @@ import numpy as np
 import streamlit as st
 
 from analysis.metrics import METRICS
-from i18n import DEFAULT_LANG, LANGS, catalogue, pick_lang, t
+from i18n import DEFAULT_LANG, LANGS, catalogue, head_name, pick_lang, t
+from i18n.catalog import normalise
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
 from viz.model_notes import ModelFacts, pad_label, specials_label
@@ -32,9 +34,19 @@ def session_lang() -> str:
         return DEFAULT_LANG
 
 
+def document_lang(lang: str) -> None:
+    """Set the page's language, <html lang="...">, to the interface language. Streamlit serves one static index.html
+    with lang="en", so a screen reader read a Korean page in an English voice (issue 26). A one-line script in an
+    st.html element (not iframed: it runs in the app's own document) sets it on every run; it changes, and runs
+    again, whenever the language does. Drawn at the end of the sidebar, where its empty element costs no room."""
+    code = normalise(lang)
+    st.sidebar.html(f"<script>document.documentElement.lang = {json.dumps(code)};</script>",
+                    unsafe_allow_javascript=True)
+
+
 def layer_head(layer: int, head: int, lang: str) -> str:
-    """'Layer 3 · Head 1' in the interface language (counted from 0)."""
-    return t("widgets.layer_head", lang, layer=layer, head=head)
+    """'Layer 3 · Head 1' in the interface language (counted from 0): i18n.head_name, the one name of a head."""
+    return head_name(layer, head, lang)
 
 
 def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):

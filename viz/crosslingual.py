@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import head_name
 from i18n import t as tr
 
 from .heads import head_grid
@@ -24,7 +25,7 @@ def agreement_scatter(result, *, lecture: bool = False, lang: str = "en") -> go.
     """Every head as a point: its weight in sentence A (x) against sentence B (y); the shared top-k heads marked."""
     wa, wb = result.a.weight, result.b.weight
     L, H = wa.shape
-    names = [tr("widgets.layer_head", lang, layer=la, head=h) for la in range(L) for h in range(H)]
+    names = [head_name(la, h, lang) for la in range(L) for h in range(H)]
     shared = {la * H + h for la, h in result.overlap}
     colour = [HIGHLIGHT if i in shared else "#4e79a7" for i in range(L * H)]
     m = float(max(np.nanmax(wa), np.nanmax(wb), 1e-6))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from i18n import head_name
 from i18n import t as tr
 
 from .heatmap import axis_labels, heatmap
@@ -38,7 +39,7 @@ def _mode(mode: str, lang: str) -> str:
 
 
 def _lh(layer: int, head: int, lang: str) -> str:
-    return tr("widgets.layer_head", lang, layer=layer, head=head)
+    return head_name(layer, head, lang)
 
 
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
@@ -127,7 +128,7 @@ def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specia
     them."""
     w, s = vn.special_weight_share, vn.special_norm_share
     L, H = w.shape
-    names = [f"L{la}·H{h}" for la in range(L) for h in range(H)]
+    names = [head_name(la, h, lang) for la in range(L) for h in range(H)]  # hover text: room for the full name
     data = [
         dict(type="scatter", x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dot"),
              hoverinfo="skip", showlegend=False),
@@ -172,7 +173,9 @@ def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = Fals
 
 
 def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.Figure:
-    heads = ", ".join(f"L{r[-2]}·H{r[-1]}" for r in effect.heads) or tr("heads.viz.none", lang)
+    compact = len(effect.heads) > 2  # a title names a few heads in full, more in the compact form
+    heads = ", ".join(head_name(r[-2], r[-1], lang, block=r[0] if len(r) > 2 else None, compact=compact)
+                      for r in effect.heads) or tr("heads.viz.none", lang)
     data = [dict(type="bar", x=axis_labels(list(effect.tokens)), y=np.asarray(effect.token_change).tolist(),
                  marker=dict(color="#e15759"), hovertemplate="%{x}: 1 − cos %{y:.4f}<extra></extra>")]
     layout = base_layout(lecture, 340, tr("heads.viz.token_change", lang, mode=_mode(effect.mode, lang), heads=heads,

@@ -20,15 +20,9 @@ import math
 from dataclasses import dataclass
 
 from i18n import t
+from i18n.names import activation_name
 
 # the FFN's activation by its config name, as the captions and formulas write it
-_ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_python": "GELU", "gelu_new": "GELU (tanh)",
-              "gelu_pytorch_tanh": "GELU (tanh)", "gelu_fast": "GELU (tanh)", "gelu_accurate": "GELU (tanh)",
-              "quick_gelu": "QuickGELU", "silu": "SiLU", "swish": "SiLU", "mish": "Mish", "tanh": "tanh",
-              "sigmoid": "sigmoid", "relu2": "ReLU²", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
-              "hardswish": "HardSwish", "linear": "identity"}
-# a gated FFN's usual name by its activation (Shazeer 2020, "GLU Variants Improve Transformer")
-_GLU_NAMES = {"SiLU": "SwiGLU", "GELU": "GeGLU", "GELU (tanh)": "GeGLU", "ReLU": "ReGLU", "identity": "Bilinear"}
 # the marks of each piece scheme, for a tokenizer that does not say (a WordLevel model): read from the tokens
 _MARKS = (("sentencepiece", "\u2581"), ("bytelevel", "\u0120"), ("wordpiece", "##"))
 MAX_VOCAB_SPECIALS = 4  # special tokens of the vocabulary named when a model adds none to the text
@@ -96,7 +90,7 @@ class ModelFacts:
 
     @property
     def act_name(self) -> str:
-        return _ACT_NAMES.get(self.activation, self.activation.upper())
+        return activation_name(self.activation)
 
 
 def wrapping_specials(tokens: list[str], special: list[bool]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -213,7 +207,7 @@ def _add_norm(f: ModelFacts, lg: str) -> list[str]:
 
 def _ffn(f: ModelFacts, lg: str) -> list[str]:
     if f.gated_ffn:
-        glu = _GLU_NAMES.get(f.act_name, f"{f.act_name}-GLU")
+        glu = activation_name(f.activation, gated=True)
         return [t("notes.ffn.gated", lg, model=f.name, act=f.act_name, glu=glu)]
     return [t("notes.ffn.plain", lg, model=f.name, act=f.act_name)]
 

@@ -33,6 +33,7 @@ LAYER_TABS = {"encoder": ("add_norm", "ffn", "output"),
               "pre_ln": ("add_norm_pre", "ffn", "output_pre")}
 VOCAB_TAB = "vocab"
 # axis labels of the stages -> catalogue keys (shared with the guided tour)
+SHAPE_KEYS = {"output": "steps.shape_output", "mask": "steps.shape_mask", "masked": "steps.shape_masked"}  # "mask: 9 × 9"
 AXIS_KEYS = {"concat dimension": "tour.axis.concat_dim", "dimension": "tour.axis.dim",
              "head dimension": "tour.axis.head_dim", "key": "tour.axis.key", "model dimension": "tour.axis.model_dim",
              "query": "tour.axis.query", "source token": "tour.axis.source_token", "token": "tour.axis.token"}
@@ -80,7 +81,8 @@ def localise(stage: Stage, lang: str, head: int) -> Stage:
     """A stage with its title (the catalogue's "stage.<key>"; Q, K and V keep their formula), axis labels and shape
     name in `lang`."""
     title = stage.title if stage.key in ("Q", "K", "V") else t(f"stage.{stage.key}", lang, head=head)
-    shape = stage.shape.replace("output:", t("steps.shape_output", lang) + ":", 1)
+    name, sep, size = stage.shape.partition(": ")
+    shape = t(SHAPE_KEYS[name], lang) + sep + size if name in SHAPE_KEYS else stage.shape
     return replace(stage, title=title, shape=shape,
                    xlabel=t(AXIS_KEYS[stage.xlabel], lang) if stage.xlabel in AXIS_KEYS else stage.xlabel,
                    ylabel=t(AXIS_KEYS[stage.ylabel], lang) if stage.ylabel in AXIS_KEYS else stage.ylabel)
@@ -137,6 +139,8 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
                          group="QKV", xlabel="head dimension", ylabel="token"))
     mask = steps["mask"].astype(bool)
     blocked = ~mask
+    word = t("steps.shape_mask", lang)  # the formulas' words in `lang`: "mask", "may attend", "blocked"
+    mask_tex = rf"\text{{{word}}}"
     lim = float(np.abs(steps["scaled"][mask]).max()) if mask.any() else 1.0
     out += [
         Stage("scores", "", steps["scores"], row_tokens, col_tokens, shape("QKᵀ", steps["scores"]),
@@ -146,16 +150,16 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
               t("steps.cap.scaled", lang, k=k, sqrt=float(np.sqrt(k))),
               xlabel="key", ylabel="query"),
         Stage("mask", "", mask.astype(np.float32), row_tokens, col_tokens,
-              shape("mask", mask), r"\text{mask}_{ij} = \begin{cases} 0 & \text{may attend} \\ -\infty & \text{blocked}"
-              r"\end{cases}",
+              shape("mask", mask), rf"{mask_tex}_{{ij}} = \begin{{cases}} 0 & \text{{{t('masks.may_attend', lang)}}} \\ "
+              rf"-\infty & \text{{{t('masks.blocked', lang)}}} \end{{cases}}",
               t("steps.cap.mask_decoder" if block == "decoder_self" else "steps.cap.mask", lang),
               colorscale="Greens", zmin=0, zmax=1, xlabel="key", ylabel="query", trivial=not blocked.any()),
         Stage("masked", "", steps["scaled"], row_tokens, col_tokens, shape("masked", steps["scaled"]),
-              r"\frac{Q K^{\top}}{\sqrt{d_k}} + \text{mask}",
+              rf"\frac{{Q K^{{\top}}}}{{\sqrt{{d_k}}}} + {mask_tex}",
               t("steps.cap.masked", lang, b=int(blocked.sum())),
               masked=blocked, zmin=-lim, zmax=lim, xlabel="key", ylabel="query", trivial=not blocked.any()),
         Stage("weights", "", steps["weights"], row_tokens, col_tokens, shape("A", steps["weights"]),
-              r"A = \operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + \text{mask}\right)",
+              rf"A = \operatorname{{softmax}}\!\left(\frac{{Q K^{{\top}}}}{{\sqrt{{d_k}}}} + {mask_tex}\right)",
               t("steps.cap.weights", lang, err=float(np.abs(steps["weights"].sum(1) - 1).max())), colorscale="Viridis", zmin=0, zmax=1, xlabel="key", ylabel="query"),
         Stage("Z", "", steps["Z"], row_tokens, dims_k, shape("Z", steps["Z"]),
               rf"Z{h} = A\,V{h}", t("steps.cap.Z", lang, n=n, k=k), xlabel="head dimension", ylabel="token"),

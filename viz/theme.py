@@ -16,6 +16,8 @@ import math
 import plotly.colors as pc
 import plotly.graph_objects as go
 
+from i18n import Shown
+
 HEAD_COLOURS = [  # one colour per head (Tableau 10 + 2), repeated beyond 12 heads
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b",
@@ -31,7 +33,7 @@ def esc(text: object, limit: int = 40) -> str:
     s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False)
+    return Shown(html.escape(s, quote=False), s)  # a Korean particle after it is chosen from `s`, not "&lt;…&gt;"
 
 
 def head_colour(h: int) -> str:

@@ -170,7 +170,8 @@ def test_literal_particles_after_korean_words():
 
 
 TOKEN_FIELDS = ("token", "guess", "last", "text", "out")
-NOT_TOKEN_TEXT = {"error.token_outside": "a token's number", "quiz.prev.detail": "a head's name (헤드 3)"}
+NOT_TOKEN_TEXT = {"error.token_outside": "a token's number", "pe.learned_caption": "the last position's number",
+                  "quiz.prev.detail": "a head's name (헤드 3)"}
 
 
 def test_a_token_before_a_particle_is_quoted():

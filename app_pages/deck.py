@@ -6,4 +6,5 @@ and its file: ui/deckfile.py."""
 from ui import deck
 from ui.shell import current_view
 
-deck.render(current_view().lang)
+view = current_view()
+deck.render(view.lang, view.device)

@@ -198,7 +198,7 @@ def test_the_example_decks(lang):
     sentences = EXAMPLE_SENTENCES if lang == "en" else KOREAN_EXAMPLE_SENTENCES
     for i, slide in enumerate(deck.slides, start=1):
         assert slide.page in BY_NAME
-        assert slide.title.startswith(f"{i} · ") and slide.note, i
+        assert slide.title and slide.note and not slide.title[0].isdigit(), i  # the bar numbers the slides
         assert slide.query["lang"] == lang and slide.query["model"] in list_models()
         assert slide.query["text"] in sentences
         if slide.page == "tour":

@@ -17,13 +17,18 @@ the sidebar under "Share with the class".
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 
+import numpy as np
 import streamlit as st
 
-from i18n import LANG_NAMES, LANGS, t
+from i18n import LANG_NAMES, LANGS, error_message, t
+from model import DEFAULT_MODEL, HeadlightError
+from model.examples import DEFAULT_TEXT
+from viz.handout import HandoutSlide, handout_pdf
 
-from . import shortlinks
+from . import runs, shortlinks
 from . import state as s
 from .deckfile import (
     MAX_BYTES,
@@ -47,8 +52,9 @@ from .tour import URL_DONE as TOUR_URL_DONE
 from .view import K_LANG, md_escape
 from .widgets import ARROWS_TAKEN, session_lang, slug
 
-DECK, PRESENT, GOTO, PAGE, MSGS, URL_DONE, LINK = (
-    "_deck", "_deck_present", "_deck_goto", "_deck_page", "_deck_msgs", "_deck_url_done", "_deck_link")
+DECK, PRESENT, GOTO, PAGE, MSGS, URL_DONE, LINK, HANDOUT = (
+    "_deck", "_deck_present", "_deck_goto", "_deck_page", "_deck_msgs", "_deck_url_done", "_deck_link",
+    "_deck_handout")
 K_TITLE, K_DECK_LANG, K_UPLOAD = "deck_title", "deck_lang", "deck_upload"
 PAGE_NAME = "deck"  # this page's URL path (ui/pages.py)
 
@@ -379,7 +385,7 @@ def summary(slide: Slide, lang: str) -> str:
     return " · ".join(parts)
 
 
-def render(lang: str) -> None:
+def render(lang: str, device: str = "cpu") -> None:
     """The Lesson deck page."""
     ss = st.session_state
     deck = current()
@@ -405,16 +411,15 @@ def render(lang: str) -> None:
         ss.setdefault(kt, slide.title)
         ss.setdefault(kn, slide.note)
         with st.container(border=True, key=f"deck_slide_{i}"):
-            head, *buttons = st.columns([6, 1, 1, 1, 1, 1], vertical_alignment="center")
-            head.markdown(f"**{t('deck.slide_n', lang, i=i + 1, n=n)}** · {summary(slide, lang)}")
-            for col, (label, icon, fn, args, off, key) in zip(buttons, (
+            st.markdown(f"**{t('deck.slide_n', lang, i=i + 1, n=n)}** · {summary(slide, lang)}")
+            row = st.container(horizontal=True, key=f"deck_buttons_{i}")
+            for label, icon, fn, args, off, key in (
                     (t("deck.open", lang), ":material/open_in_new:", _visit, (i,), False, "open"),
                     (t("deck.present_here", lang), ":material/slideshow:", _present, (i,), False, "from"),
                     (t("deck.up", lang), ":material/arrow_upward:", _move, (i, -1), i == 0, "up"),
                     (t("deck.down", lang), ":material/arrow_downward:", _move, (i, 1), i == n - 1, "down"),
-                    (t("deck.delete", lang), ":material/delete:", _delete, (i,), False, "del"))):
-                col.button(label, key=f"deck_{key}_{i}", on_click=fn, args=args, disabled=off, icon=icon,
-                           width="stretch")
+                    (t("deck.delete", lang), ":material/delete:", _delete, (i,), False, "del")):
+                row.button(label, key=f"deck_{key}_{i}", on_click=fn, args=args, disabled=off, icon=icon)
             st.text_input(t("deck.slide_title", lang), key=kt, max_chars=MAX_TITLE)
             st.text_area(t("deck.note", lang), key=kn, max_chars=MAX_NOTE, height=80,
                          placeholder=t("deck.note_ph", lang))
@@ -422,6 +427,7 @@ def render(lang: str) -> None:
     ss[DECK] = deck
     st.divider()
     files(deck, lang)
+    handout(deck, device)
 
 
 def files(deck: Deck, lang: str) -> None:
@@ -444,3 +450,66 @@ def files(deck: Deck, lang: str) -> None:
         st.file_uploader(t("deck.import", lang), type=["json"], key=K_UPLOAD, on_change=_import,
                          help=t("deck.import_help", lang, kb=MAX_BYTES // 1024))
 
+
+# ---- the handout ----------------------------------------------------------------------------------------------------
+def _int(raw, default: int = 0) -> int:
+    try:
+        return int(str(raw).strip())
+    except (TypeError, ValueError):
+        return default
+
+
+def handout_slide(slide: Slide, device: str, lang: str) -> HandoutSlide:
+    """A slide of the handout: its title and note, and the one-head attention map of its view (sentence, model,
+    layer, head, block), or the reason there is none, in `lang`."""
+    q = slide.query
+    model, text = q.get("model") or DEFAULT_MODEL, q.get("text", DEFAULT_TEXT)
+    layer, head = _int(q.get("layer")), _int(q.get("head"))
+    where = f"{model} · " + t("widgets.layer_head", lang, layer=layer, head=head)
+    out = dict(title=slide.title or t(BY_NAME[slide.page].title_key, lang), note=slide.note, where=where,
+               sentence=text)
+    if model not in s.available_models():
+        return HandoutSlide(**out, missing=t("deck.handout.no_model", lang, model=model))
+    if not text.strip():
+        return HandoutSlide(**out, missing=t("shell.empty_text", lang))
+    try:
+        trace = runs.get_trace(model, device, text)
+    except HeadlightError as exc:
+        return HandoutSlide(**out, missing=error_message(exc, lang))
+    block = q.get("block") if q.get("block") in trace.blocks else trace.blocks[0]
+    att = trace.attention(block)
+    if not (0 <= layer < att.shape[0] and 0 <= head < att.shape[1]):
+        return HandoutSlide(**out, missing=t("deck.handout.no_head", lang, layer=layer, head=head, model=model,
+                                              layers=att.shape[0], heads=att.shape[1]))
+    rows, cols = trace.axis_tokens(block)
+    if block != "encoder":
+        out["where"] += " · " + t(f"ex.block.{block}", lang)
+    return HandoutSlide(**out, weights=np.asarray(att[layer, head]), rows=list(rows), cols=list(cols))
+
+
+def handout_bytes(deck: Deck, device: str) -> bytes:
+    """The deck as one PDF, in the deck's language (viz/handout.py)."""
+    lang = deck.lang
+    slides = [handout_slide(slide, device, lang) for slide in deck.slides]
+    lines = [t("deck.handout.lines", lang, n=len(deck))]
+    return handout_pdf(deck.title or t("page.deck", lang), lines, slides, xlabel=t("ex.axis.key", lang),
+                       ylabel=t("ex.axis.query", lang), colorbar=t("ex.axis.attention_weight", lang))
+
+
+def handout(deck: Deck, device: str) -> None:
+    """Make the handout (a button: it runs the slides' sentences), then download it."""
+    ss, lang = st.session_state, session_lang()
+    key = hashlib.sha256((to_json(deck) + device).encode("utf-8")).hexdigest()
+    st.subheader(t("deck.handout", lang))
+    st.caption(t("deck.handout_caption", lang, lang_name=LANG_NAMES.get(deck.lang, deck.lang)))
+    made = ss.get(HANDOUT)
+    if st.button(t("deck.handout.make", lang), key="deck_handout_make", disabled=not deck.slides,
+                 icon=":material/picture_as_pdf:"):
+        with st.spinner(t("deck.handout.making", lang, n=len(deck))):
+            ss[HANDOUT] = made = (key, handout_bytes(deck, device))
+    if made and made[0] == key:
+        st.download_button(t("deck.handout.download", lang, kb=max(1, len(made[1]) // 1024)), made[1],
+                           f"{slug(deck.title or 'deck')}.pdf", "application/pdf", key="deck_handout",
+                           icon=":material/download:", type="primary")
+    elif made:
+        st.caption(t("deck.handout.stale", lang))

@@ -63,6 +63,13 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { di
 </style>"""  # a constant: the present mode's slide takes the whole width
 
 
+UPLOAD_CSS = """<style>
+[data-testid="stFileUploaderDropzoneInstructions"] { display: none !important; }
+[data-testid="stFileUploaderDropzone"] button > * { display: none !important; }
+[data-testid="stFileUploaderDropzone"] button::after { content: "LABEL"; }
+</style>"""
+
+
 def current() -> Deck:
     deck = st.session_state.get(DECK)
     return deck if isinstance(deck, Deck) else Deck(lang=session_lang())
@@ -405,6 +412,7 @@ def render(lang: str, device: str = "cpu") -> None:
               icon=":material/delete_sweep:")
     if not deck.slides:
         st.info(t("deck.empty", lang), icon=":material/add_to_queue:")
+        outline(example(lang)[0], lang)
     n = len(deck)
     for i, slide in enumerate(deck.slides):
         kt, kn = _keys(i)
@@ -430,9 +438,20 @@ def render(lang: str, device: str = "cpu") -> None:
     handout(deck, device)
 
 
+def outline(deck: Deck, lang: str) -> None:
+    """A deck's slides as a table: number, title, page (the example deck's, under an empty deck)."""
+    st.markdown(t("deck.outline", lang, title=md_escape(deck.title)))
+    st.table([{t("deck.col.n", lang): i, t("deck.col.title", lang): s.title,
+               t("deck.col.page", lang): t(BY_NAME[s.page].title_key, lang)}
+              for i, s in enumerate(deck.slides, start=1)], hide_index=True)
+
+
 def files(deck: Deck, lang: str) -> None:
     """Export, import, the short link."""
     st.subheader(t("deck.files", lang))
+    if lang != "en":  # Streamlit's drop zone speaks English: its button in the interface language, its hint hidden
+        st.markdown(UPLOAD_CSS.replace("LABEL", t("deck.upload_button", lang).replace('"', "")),
+                    unsafe_allow_html=True)  # a catalogue string, no user text
     c1, c2 = st.columns(2)
     with c1:
         st.download_button(t("deck.export", lang), to_json(deck).encode("utf-8"),

@@ -47,6 +47,8 @@ PAGES: tuple[Page, ...] = (  # in the menu's order
          imports=("ui.heads", "ui.crosslingual", "ui.shell", "ui.state", "ui.widgets")),
     Page("app_pages/tour.py", "page.tour", ":material/school:",
          imports=("ui.tour", "ui.shell")),
+    Page("app_pages/deck.py", "page.deck", ":material/slideshow:",
+         imports=("ui.deck", "ui.shell")),
 )
 BY_NAME: dict[str, Page] = {p.name: p for p in PAGES}
 DEFAULT: Page = next(p for p in PAGES if p.default)

@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import readable, runs, share, store
+from . import deck, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -72,6 +72,7 @@ def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
     lang = session_lang()
     page = st.navigation(session_pages(lang))
+    deck.follow()  # a lesson deck's slide chosen by a callback: its page
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -79,6 +80,7 @@ def run() -> None:
         # the one torch thread per run mean more concurrent runs would not be faster
         prefetch_trace(page.url_path)
         with store.compute_slot():
+            deck.top(page.url_path, lang)  # a deck's link, messages, the present mode's bar
             view = sidebar(page.url_path)
             token = _VIEW.set(view)
             try:
@@ -165,6 +167,7 @@ def sidebar(page: str = "") -> View:
     draw_pickers(res, lang)
     s.write_url(view)
     share.share_button(st.sidebar, lang, page=page)  # after the URL is written: the code holds this run's view
+    deck.add_button(st.sidebar, lang)
     draw_notices(view, page)
     return view
 

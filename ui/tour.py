@@ -34,7 +34,7 @@ from viz.theme import esc
 from . import quiz, runs, store
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
-from .widgets import Export, chart, model_facts, session_lang
+from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
          "ffn", "decoder_self", "cross", "output")
@@ -102,7 +102,8 @@ def _go(delta: int | None = None) -> None:
 def navigation(step: int, lg: str, where: str) -> None:
     """Back / Next (and, at the top, a jump to any step)."""
     c1, c2, c3 = st.columns([1, 4, 1])
-    left, right = ("Left", "Right") if where == "top" else (None, None)  # the arrow keys drive the top pair
+    arrows = where == "top" and not st.session_state.get(ARROWS_TAKEN)  # a presented deck's bar owns the arrows
+    left, right = ("Left", "Right") if arrows else (None, None)  # the arrow keys drive the top pair
     c1.button(t("tour.back", lg), key=f"tour_back_{where}", on_click=_go, args=(-1,), disabled=step == 1,
               width="stretch", shortcut=left, help=t("tour.keys", lg))
     c3.button(t("tour.next", lg), key=f"tour_next_{where}", on_click=_go, args=(1,), disabled=step == N_STEPS,

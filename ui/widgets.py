@@ -23,6 +23,7 @@ from viz.model_notes import ModelFacts, pad_label, specials_label
 
 PLOTLY_CONFIG = {"displaylogo": False}
 LANG_KEY = "lang"  # the sidebar's language widget (ui.state.K_LANG)
+ARROWS_TAKEN = "_hl_arrows_taken"  # True while a lesson deck is presented: its bar owns the arrow keys (ui/deck.py)
 
 
 def session_lang() -> str:

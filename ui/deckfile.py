@@ -1,0 +1,263 @@
+"""A lesson deck: an ordered list of saved views of the app (page, the URL's query, the page's options), each with a
+title and a note, plus the deck's title and language. Pure: no Streamlit here (the page and the present mode are
+ui/deck.py), so it is tested without Streamlit's runtime (tests/test_deckfile.py).
+
+    deck = Deck(title="Attention", lang="en")
+    deck = deck.add(Slide("steps", {"text": "I am good", "layer": "0"}, {"steps_tab": "2 · W_Q, W_K, W_V ..."}))
+    text = to_json(deck)                 # a small JSON file (FORMAT, VERSION)
+    deck, notes = from_json(text)        # validated; `notes`: what was dropped (unknown pages, keys), as DeckNotes
+
+The JSON file:
+
+    {"format": "headlight-deck", "version": 1, "title": "...", "lang": "en",
+     "slides": [{"page": "steps", "title": "...", "note": "...", "query": {"text": "...", "layer": "0"},
+                 "options": {"steps_tab": "..."}}]}
+
+`page` is the page's URL path (ui/pages.py; the default page by its name, "explorer"). `query` holds what the URL
+carries (QUERY_KEYS: the sidebar's view, the tour's step, the Head lab's tab), every value a string as in a URL;
+`options` the page's own choices that the URL does not carry (OPTION_KEYS: the open tab of a lab, the explorer's
+display options), strings or booleans. Importing is strict about shapes and lenient about content: a file that is
+not a deck, too large, or with a value of the wrong type is refused with a DeckError (an i18n key and its values,
+never a traceback); an unknown page drops its slide, an unknown key is dropped, an over-long title or note is cut,
+each with a DeckNote. The values themselves (layer 99, an unknown model) are checked by the app when the slide is
+shown, as any link's are (ui/view.py), with the same notices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from i18n import LANGS
+
+from .pages import BY_NAME, DEFAULT
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "decks"  # pipeline.<lang>.json: the lecture's pipeline
+FORMAT = "headlight-deck"
+VERSION = 1
+MAX_BYTES = 256 * 1024  # the largest file imported (and the short-link store's limit, ui/shortlinks.py)
+MAX_SLIDES = 100
+MAX_TITLE = 200  # characters of a deck's or a slide's title
+MAX_NOTE = 2_000  # characters of a slide's note
+MAX_TEXT = 20_000  # characters of a slide's sentence (ui/state.py MAX_TEXT_CHARS, the text box's limit)
+MAX_VALUE = 200  # characters of any other query or option value
+
+# what the URL carries (ui/state.py SHARED_KEYS, the tour's `step`, the Head lab's `hl_tab`)
+VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
+PAGE_QUERY = {"tour": ("step",), "heads": ("hl_tab",)}  # a page's own keys in the URL
+# the pages' own choices, kept in session state: the lazy tabs' open label, the explorer's options
+PAGE_OPTIONS = {"explorer": ("ex_tab", "ex_mode", "ex_hide_special", "ex_merge_words"), "steps": ("steps_tab",),
+                "positional": ("pe_tab",), "masks": ("mask_tab",), "seq2seq": ("teacher_forcing",)}
+QUERY_KEYS = (*VIEW_KEYS, *(k for keys in PAGE_QUERY.values() for k in keys))
+OPTION_KEYS = tuple(k for keys in PAGE_OPTIONS.values() for k in keys)
+BOOL_OPTIONS = ("ex_hide_special", "ex_merge_words", "teacher_forcing")
+PRESENT_KEYS = ("deck", "slide")  # the present mode's place in the URL: never part of a slide's view
+
+
+class DeckError(ValueError):
+    """A file that cannot be imported: `key` is the i18n catalogue key of the message, `params` its values."""
+
+    def __init__(self, key: str, **params):
+        super().__init__(f"{key}: {params}")
+        self.key = key
+        self.params = params
+
+
+@dataclass(frozen=True)
+class DeckNote:
+    """Something dropped or cut while importing (an i18n key and its values)."""
+    key: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Slide:
+    page: str  # the page's URL path name ("explorer", "steps", ...)
+    query: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str | bool] = field(default_factory=dict)
+    title: str = ""
+    note: str = ""
+
+    def url_query(self) -> dict[str, str]:
+        """The query string to open this slide's view with."""
+        return dict(self.query)
+
+
+@dataclass(frozen=True)
+class Deck:
+    title: str = ""
+    lang: str = "en"
+    slides: tuple[Slide, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.slides)
+
+    def add(self, slide: Slide) -> Deck:
+        if len(self.slides) >= MAX_SLIDES:
+            raise DeckError("deck.err.too_many", n=MAX_SLIDES)
+        return dataclasses.replace(self, slides=(*self.slides, slide))
+
+    def move(self, i: int, delta: int) -> Deck:
+        """Slide i moved by delta places (clamped to the ends; out of range: unchanged)."""
+        if not 0 <= i < len(self.slides):
+            return self
+        j = min(max(i + delta, 0), len(self.slides) - 1)
+        slides = list(self.slides)
+        slides.insert(j, slides.pop(i))
+        return dataclasses.replace(self, slides=tuple(slides))
+
+    def delete(self, i: int) -> Deck:
+        if not 0 <= i < len(self.slides):
+            return self
+        return dataclasses.replace(self, slides=self.slides[:i] + self.slides[i + 1:])
+
+    def edit(self, i: int, **changes) -> Deck:
+        """Slide i with `title` and / or `note` changed (cut to their limits)."""
+        if not 0 <= i < len(self.slides):
+            return self
+        cut = {"title": MAX_TITLE, "note": MAX_NOTE}
+        changes = {k: str(v)[:cut[k]] for k, v in changes.items() if k in cut}
+        slides = list(self.slides)
+        slides[i] = dataclasses.replace(slides[i], **changes)
+        return dataclasses.replace(self, slides=tuple(slides))
+
+    def retitled(self, title: str) -> Deck:
+        return dataclasses.replace(self, title=str(title)[:MAX_TITLE])
+
+
+# ---- a view -> a slide ---------------------------------------------------------------------------------------------
+def page_name(url_path: str) -> str:
+    """The page's name from st.navigation's url path ("" is the default page)."""
+    return (url_path or "").strip("/") or DEFAULT.name
+
+
+def capture(url_path: str, query: dict, options: dict, title: str = "") -> Slide:
+    """The slide of the view the user sees: the page, the query string's view keys, the page's options that are
+    set. Values of unknown keys (the present mode's deck / slide among them) are left out."""
+    page = page_name(url_path)
+    if page not in BY_NAME:
+        raise DeckError("deck.err.page", page=page)
+    keys = (*VIEW_KEYS, *PAGE_QUERY.get(page, ()))
+    q = {k: str(query[k])[:MAX_TEXT if k == "text" else MAX_VALUE] for k in keys if query.get(k) is not None}
+    o = {k: (bool(options[k]) if k in BOOL_OPTIONS else str(options[k])[:MAX_VALUE])
+         for k in PAGE_OPTIONS.get(page, ()) if options.get(k) is not None}
+    return Slide(page, q, o, title=str(title)[:MAX_TITLE])
+
+
+# ---- JSON ---------------------------------------------------------------------------------------------------------
+def to_dict(deck: Deck) -> dict:
+    return {"format": FORMAT, "version": VERSION, "title": deck.title, "lang": deck.lang,
+            "slides": [{"page": s.page, "title": s.title, "note": s.note, "query": dict(s.query),
+                        "options": dict(s.options)} for s in deck.slides]}
+
+
+def to_json(deck: Deck) -> str:
+    """The deck as a small JSON file (UTF-8 text, Hangul as it is)."""
+    return json.dumps(to_dict(deck), ensure_ascii=False, indent=1)
+
+
+def from_json(data: str | bytes) -> tuple[Deck, list[DeckNote]]:
+    """A deck from an imported file: (deck, notes), or DeckError."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", errors="replace")
+    if len(data) > MAX_BYTES:
+        raise DeckError("deck.err.too_big", size=len(data), limit=MAX_BYTES)
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DeckError("deck.err.encoding") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise DeckError("deck.err.json", line=getattr(exc, "lineno", 0), col=getattr(exc, "colno", 0)) from None
+    return from_dict(obj)
+
+
+def from_dict(obj) -> tuple[Deck, list[DeckNote]]:
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise DeckError("deck.err.not_deck")
+    version = obj.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise DeckError("deck.err.type", where="version", want="number")
+    if version > VERSION:
+        raise DeckError("deck.err.version", version=version, supported=VERSION)
+    notes: list[DeckNote] = []
+    title = _text(obj.get("title", ""), "title", MAX_TITLE, notes)
+    lang = obj.get("lang", "en")
+    if lang not in LANGS:
+        notes.append(DeckNote("deck.note.lang", {"value": _show(lang)}))
+        lang = "en"
+    slides_raw = obj.get("slides", [])
+    if not isinstance(slides_raw, list):
+        raise DeckError("deck.err.type", where="slides", want="list")
+    if len(slides_raw) > MAX_SLIDES:
+        raise DeckError("deck.err.too_many", n=MAX_SLIDES)
+    slides = []
+    for n, raw in enumerate(slides_raw, start=1):
+        slide = _slide(raw, n, notes)
+        if slide is not None:
+            slides.append(slide)
+    return Deck(title=title, lang=lang, slides=tuple(slides)), notes
+
+
+def _show(value) -> str:
+    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)[:60]
+    return s if len(s) <= 40 else s[:40] + "…"
+
+
+def _text(value, where: str, limit: int, notes: list[DeckNote]) -> str:
+    if not isinstance(value, str):
+        raise DeckError("deck.err.type", where=where, want="text")
+    if len(value) > limit:
+        notes.append(DeckNote("deck.note.cut", {"where": where, "n": len(value), "limit": limit}))
+        value = value[:limit]
+    return value
+
+
+def _slide(raw, n: int, notes: list[DeckNote]) -> Slide | None:
+    where = f"slides[{n}]"
+    if not isinstance(raw, dict):
+        raise DeckError("deck.err.type", where=where, want="object")
+    page = raw.get("page")
+    if not isinstance(page, str):
+        raise DeckError("deck.err.type", where=f"{where}.page", want="text")
+    if page not in BY_NAME:
+        notes.append(DeckNote("deck.note.page", {"n": n, "page": _show(page)}))
+        return None
+    title = _text(raw.get("title", ""), f"{where}.title", MAX_TITLE, notes)
+    note = _text(raw.get("note", ""), f"{where}.note", MAX_NOTE, notes)
+    query: dict[str, str] = {}
+    for key, value in _mapping(raw.get("query", {}), f"{where}.query").items():
+        if key not in QUERY_KEYS:
+            notes.append(DeckNote("deck.note.key", {"n": n, "key": _show(key)}))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise DeckError("deck.err.type", where=f"{where}.query.{_show(key)}", want="text")
+        limit = MAX_TEXT if key == "text" else MAX_VALUE
+        query[key] = _text(str(value), f"{where}.query.{key}", limit, notes)
+    options: dict[str, str | bool] = {}
+    for key, value in _mapping(raw.get("options", {}), f"{where}.options").items():
+        if key not in OPTION_KEYS:
+            notes.append(DeckNote("deck.note.key", {"n": n, "key": _show(key)}))
+            continue
+        if key in BOOL_OPTIONS:
+            if not isinstance(value, bool):
+                raise DeckError("deck.err.type", where=f"{where}.options.{key}", want="bool")
+            options[key] = value
+        else:
+            if not isinstance(value, str):
+                raise DeckError("deck.err.type", where=f"{where}.options.{key}", want="text")
+            options[key] = _text(value, f"{where}.options.{key}", MAX_VALUE, notes)
+    return Slide(page, query, options, title=title, note=note)
+
+
+def _mapping(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise DeckError("deck.err.type", where=where, want="object")
+    return value
+
+
+def example(lang: str) -> tuple[Deck, list[DeckNote]]:
+    """The example deck of the lecture's pipeline in `lang` (English when there is none in it)."""
+    path = EXAMPLES / f"pipeline.{lang}.json"
+    return from_json((path if path.is_file() else EXAMPLES / "pipeline.en.json").read_bytes())

@@ -209,8 +209,23 @@ def _tour(at):
     return texts
 
 
+def _deck(at):
+    """The deck page empty, then with the example deck loaded, then presenting its first two slides."""
+    texts = rendered_texts(at)
+    at.button(key="deck_example").click().run()
+    assert_ok(at)
+    texts += rendered_texts(at)
+    at.button(key="deck_present").click().run()
+    for _ in range(2):
+        assert_ok(at)
+        texts += rendered_texts(at)
+        at.button(key="deck_next").click().run()
+    return texts
+
+
 CASES = {
     "explorer": (page_file("explorer"), {}, _explorer),
+    "deck": (page_file("deck"), {}, _deck),
     "explorer-seq2seq": (page_file("explorer"), {"model": "seq2seq-tiny"}, _explorer_seq2seq),
     "positional": (page_file("positional"), {}, lambda at: _tab_walk(at, "pe_tab", pe_lab.PE_TAB_KEYS)),
     "masks": (page_file("masks"), {}, lambda at: _tab_walk(at, "mask_tab", mask_lab.MASK_TAB_KEYS)),

@@ -19,7 +19,8 @@ from ui.pages import PAGES as TABLE
 pytestmark = pytest.mark.browser
 
 ALL_PAGES = [("" if p.default else p.name, p.name) for p in TABLE]  # (URL path, page), in the menu's order
-PAGES = [(path, name) for path, name in ALL_PAGES if name not in ("heads", "tour")]
+# the pages that draw a chart at once (the Lesson deck draws its outline as a table: tests/test_browser_deck.py)
+PAGES = [(path, name) for path, name in ALL_PAGES if name not in ("heads", "tour", "deck")]
 
 
 def require_browser() -> None:

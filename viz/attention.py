@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from i18n import t as tr
 
 from .heatmap import block_mean
-from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba
+from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba, title_margin
 
 COLORSCALE = "Viridis"
 ALL_TOKENS_MAX = 60  # the token view lists every token up to this length, else only the keys it draws lines to
@@ -92,6 +92,9 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
     fs = font_size(lecture)
     layout = base_layout(lecture, max(260, 70 * L + 90), title)
     layout.update(clickmode="event+select", dragmode=False, hovermode="closest")
+    if title:  # the head names sit on top, under the title: the title at the top of the margin, room for both
+        layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
+        layout["margin"]["t"] = title_margin(lecture, below=1.6 * max(9, fs - 2))
     layout["xaxis"] = dict(tickvals=[h * sx + cx for h in range(H)], ticktext=[esc(x) for x in heads], side="top",
                            showgrid=False, zeroline=False, tickfont=dict(size=max(9, fs - 2)))
     layout["yaxis"] = dict(tickvals=[layer * sy + cy for layer in range(L)],

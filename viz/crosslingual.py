@@ -12,11 +12,12 @@ from .heads import head_grid
 from .theme import HIGHLIGHT, base_layout, esc, figure
 
 
-def weight_grid(side, *, zmax: float, shared: tuple, lecture: bool = False, lang: str = "en") -> go.Figure:
+def weight_grid(side, *, zmax: float, shared: tuple, lecture: bool = False, lang: str = "en",
+                width: int | None = None) -> go.Figure:
     """One language: (L, H) weight from the query word to the target word; the heads in both top-k outlined."""
     q = esc(" ".join(side.tokens[i] for i in side.query), 20)
     k = esc(" ".join(side.tokens[i] for i in side.target), 20)
-    return head_grid(side.weight, diverging=False, zmax=zmax, chosen=list(shared), lecture=lecture, lang=lang,
+    return head_grid(side.weight, diverging=False, zmax=zmax, chosen=list(shared), lecture=lecture, lang=lang, width=width,
                      colorbar_title=tr("e5.xl.weight", lang), title=tr("e5.xl.grid_title", lang, q=q, k=k))
 
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from i18n import t
 
 from .heatmap import heatmap
-from .theme import MASKED_BG, base_layout, esc, figure
+from .theme import MASKED_BG, MIN_CELL_FONT, PAGE_WIDTH, base_layout, esc, figure, fonts, text_width
 
 ALLOWED_COLOUR = "#2a9d8f"
 MASK_SCALE = [[0.0, MASKED_BG], [0.5, MASKED_BG], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
@@ -31,12 +31,17 @@ def mask_heatmap(mask: np.ndarray, rows: list[str], cols: list[str], *, title: s
 
 def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False,
                        lang: str = "en") -> go.Figure:
-    """The (b, n) padding mask of a batch, each cell labelled with its token."""
+    """The (b, n) padding mask of a batch, each cell labelled with its token where the tokens fit their cells at a
+    readable size on a projector-wide page (else on hover only)."""
     b, n = mask.shape
     text = [[esc(t, 12) for t in row] for row in tokens]
+    cell_w = (PAGE_WIDTH - 220) / max(n, 1) - 4  # the sentence names and the colour bar take ~220 px
+    longest = max((text_width(x, 1.0) for row in text for x in row), default=0.0)  # em
+    size = int(min(fonts(lecture)["cell"] + 1, cell_w / longest if longest else 99))
+    shown = {"texttemplate": "%{text}", "textfont": {"size": size}} if size >= MIN_CELL_FONT[bool(lecture)] else {}
     heat = dict(type="heatmap", z=mask.astype(np.float32), x=[str(j) for j in range(n)],
-                y=[t("masks.sentence_n", lang, i=i + 1) for i in range(b)], text=text, texttemplate="%{text}",
-                colorscale=MASK_SCALE, zmin=0, zmax=1,  # no text size: plotly fits the tokens to the cells
+                y=[t("masks.sentence_n", lang, i=i + 1) for i in range(b)], text=text, **shown,
+                colorscale=MASK_SCALE, zmin=0, zmax=1,
                 xgap=2, ygap=2, hovertemplate="%{y}, " + t("masks.axis.position", lang) + " %{x}: %{text}<extra></extra>",
                 colorbar=dict(tickvals=[0.25, 0.75], ticktext=[t("masks.pad_blocked", lang), t("masks.real_token", lang)]))
     layout = base_layout(lecture, 120 + 70 * b, t("masks.fig.batch", lang))

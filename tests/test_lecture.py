@@ -236,3 +236,14 @@ def test_batch_mask_writes_tokens_only_when_they_fit():
     long = [["▁그것을", "▁돌려주지"] * 12, ["▁그것을"] + ["<pad>"] * 23]
     wide = vm.batch_mask_heatmap(long, np.ones((2, 24), dtype=bool), lecture=True).to_plotly_json()["data"][0]
     assert "texttemplate" not in wide and wide["text"][0][1] == "▁돌려주지"  # on hover only
+
+
+def test_token_view_legend_sits_in_rows_above_the_lines_under_the_title():
+    att = np.random.default_rng(6).dirichlet(np.ones(6), size=(12, 6)).astype(np.float32)
+    layout = _layout(va.token_view(att, 0, list("abcdef"), list("abcdef"), list(range(12)), lecture=True,
+                                   title="multilingual-e5-small · Layer 0"))
+    legend = layout["legend"]
+    assert legend["orientation"] == "h" and legend["yanchor"] == "bottom" and legend["y"] == 1.0
+    assert legend["entrywidth"] >= text_width("Head 11", LECTURE["legend"])  # no entry cut short
+    assert layout["title"]["yref"] == "container" and layout["title"]["yanchor"] == "top"
+    assert layout["margin"]["t"] >= title_margin(True) + 2 * LECTURE["legend"]  # two rows of 12 heads on a projector

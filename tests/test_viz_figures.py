@@ -222,7 +222,7 @@ def test_cross_row_and_topk_bars(lang):
     (bar,) = top.data
     assert bar.type == "bar" and bar.orientation == "h" and bar.y[0].startswith(ESCAPED)
     assert list(bar.text) == [f"{p:.3f}" for p in run.steps[1].top_probs] and bar.marker.color[0] == "#2a9d8f"
-    assert tuple(top.layout.xaxis.range) == (0, 1) and top.layout.xaxis.title.text == t("s2s.axis.probability", lang)
+    assert tuple(top.layout.xaxis.range) == (0, 1.12) and max(top.layout.xaxis.tickvals) == 1 and top.layout.xaxis.title.text == t("s2s.axis.probability", lang)
     assert top.layout.yaxis.autorange == "reversed" and top.layout.yaxis.type == "category"
 
 

@@ -9,6 +9,7 @@ from analysis import crosslingual as xl
 from i18n import error_message, head_name, t
 from model.errors import InputError
 from viz import crosslingual as vx
+from viz.theme import column_width
 
 from . import runs
 from .readable import MULTILINGUAL
@@ -53,7 +54,8 @@ def crosslingual(view: View) -> None:
 
 
 def cross_grid(side, zmax, r, view: View):
-    return vx.weight_grid(side, zmax=zmax, shared=r.overlap, lecture=view.lecture, lang=view.lang)
+    return vx.weight_grid(side, zmax=zmax, shared=r.overlap, lecture=view.lecture, lang=view.lang,
+                          width=column_width(2))
 
 
 def _axes(r, lg):

@@ -22,7 +22,7 @@ from viz.export import matrix_csv
 from viz.heatmap import heatmap
 from viz.theme import esc
 
-from . import quiz, runs
+from . import quiz, runs, widgets
 from .state import safe_callback
 from .view import K_HEAD, K_LAYER, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns
@@ -208,7 +208,7 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
         for r in table:
             r["head"] = names[r["head"]]
     table = rename_columns(table, lg, specials=model_specials(view))
-    st.dataframe(table, hide_index=True, key="ex_top_table", height=min(420, 36 * len(table) + 40))
+    widgets.table(table, view.lecture, key="ex_top_table", height=min(420, 36 * len(table) + 40))
 
 
 def metrics_table(metrics: dict[str, np.ndarray], lang: str = "en",
@@ -226,7 +226,7 @@ def metrics_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
     lg = view.lang
     metrics = runs.block_metrics(view.model_name, view.device, view.text, view.block)
     rows = rename_columns(am.metrics_rows(metrics), lg, specials=model_specials(view))
-    st.dataframe(rows, hide_index=True, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
+    widgets.table(rows, view.lecture, key="ex_metrics_table", height=min(460, 36 * len(rows) + 40))
     st.caption(t("ex.metrics.caption", lg))
     st.download_button(t("ex.metrics.csv", lg), lambda: matrix_csv(*metrics_table(metrics, lg, model_specials(view))),
                        f"{view.model_name}-head-metrics.csv", "text/csv", key="ex_metrics_csv")
@@ -299,5 +299,5 @@ def next_token_panel(view: View) -> None:
     st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **" + md_escape(said) + "**")
     rows = [{"step": i + 1, "token": s.choice.token, "probability": round(s.choice.prob, 4),
              "alternatives": ", ".join(f"{c.token} {c.prob:.2f}" for c in s.top[1:])} for i, s in enumerate(steps)]
-    st.dataframe(rename_columns(rows, lg), hide_index=True, key="ex_next_table")
+    widgets.table(rename_columns(rows, lg), view.lecture, key="ex_next_table")
     st.caption(t("ex.next.caption", lg))

@@ -20,7 +20,7 @@ from . import runs
 from .readable import MULTILINGUAL
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns
+from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, table
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
@@ -194,7 +194,7 @@ def surgery(view: View) -> None:
         chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
             grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
-        st.dataframe(rename_columns(grid.rows()[:12], lg), hide_index=True, key="hl_effect_table")
+        table(rename_columns(grid.rows()[:12], lg), view.lecture, key="hl_effect_table")
 
 
 def shown_layer(view: View, after: list[int]) -> int:
@@ -310,7 +310,7 @@ def atlas(view: View) -> None:
     st.markdown(t("heads.atlas.best", lg, where=layer_head(view.layer, view.head, lg)))
     examples = at.examples(view.layer, view.head)
     examples = [{**r, "label": t(f"heads.atlas.{r['label']}", lg, specials=model_specials(view))} for r in examples]
-    st.dataframe(rename_columns(examples, lg), hide_index=True, key="hl_examples")
+    table(rename_columns(examples, lg), view.lecture, key="hl_examples")
     c1, c2 = st.columns(2)
     c1.download_button(t("heads.atlas.csv", lg), lambda: at.to_csv(), f"{view.model_name}-head-atlas.csv", "text/csv",
                        key="hl_atlas_csv")

@@ -8,6 +8,7 @@ import streamlit as st
 from analysis.masks import stage_checks
 from i18n import LANGS, t
 from viz import masks as vm
+from viz.theme import column_width
 
 from .state import safe_callback
 from .view import View
@@ -39,11 +40,13 @@ def set_state(values: dict) -> None:
 
 
 def draw_stages(view: View, prefix: str, stages: dict, tokens: list[str], title: str, text: str) -> None:
-    """Raw scores, masked scores and softmax weights of one head side by side, each with its export, then the
-    check that rows sum to 1 and blocked cells get 0."""
+    """Raw scores, masked scores and softmax weights of one head side by side (one under the other in lecture mode,
+    where three columns squeeze the matrices on a projector), each with its export, then the check that rows sum to
+    1 and blocked cells get 0."""
     lg = view.lang
-    figs = vm.stage_figures(stages, tokens, tokens, title=title, lecture=view.lecture, lang=lg)
-    for col, (name, fig) in zip(st.columns(3), figs.items()):
+    n = 1 if view.lecture else 3
+    figs = vm.stage_figures(stages, tokens, tokens, title=title, lecture=view.lecture, lang=lg, width=column_width(n))
+    for col, (name, fig) in zip(st.columns(3) if n == 3 else [st.container()] * 3, figs.items()):
         mat = stages["weights"] if name == "weights" else stages["scaled" if name == "masked" else name]
         with col:
             chart(fig, f"{prefix}_{name}", Export(mat, tokens, tokens, f"{name} · {title}", text, f"{prefix}-{name}",

@@ -7,6 +7,7 @@ import streamlit as st
 from analysis.masks import decoder_stages, example_masks, padded_stages
 from i18n import head_name, t
 from viz import masks as vm
+from viz.theme import column_width
 
 from . import runs, store
 from .labs import draw_stages, set_state
@@ -22,7 +23,8 @@ def draw_mask_examples(view: View, words: list[str], sentence: str) -> None:
     for col, name in zip(st.columns(3), MASK_EXAMPLES):
         title = t(f"masks.example.{name}", view.lang)
         with col:
-            chart(vm.mask_heatmap(masks[name], words, words, title=title, lecture=view.lecture, lang=view.lang),
+            chart(vm.mask_heatmap(masks[name], words, words, title=title, lecture=view.lecture, lang=view.lang,
+                                  width=column_width(3)),
                   f"ex_{name}",
                   Export(masks[name].astype(int), words, words, title, sentence, f"mask-{name}",
                          heatmap=dict(vmin=0, vmax=1)))
@@ -87,7 +89,7 @@ def look_ahead_section(view: View) -> None:
                  tokens=" ".join(dec.tokens), where=head_name(layer, head, lg), n_layers=encdec.config.n_decoder_layers,
                  n_heads=encdec.n_heads("decoder_self")))
     st.columns(3)[0].plotly_chart(vm.mask_heatmap(dec.mask, dec.tokens, dec.tokens, lecture=view.lecture, lang=lg,
-                                                  title=t("masks.fig.used", lg)), key="dec_mask")
+                                                  title=t("masks.fig.used", lg), width=column_width(3)), key="dec_mask")
     draw_stages(view, "mask-dec", decoder_stages(dec, layer, head), dec.tokens,
                 t("masks.decoder_where", lg, model=encdec.name, where=layer_head(layer, head, lg)),
                 " ".join(dec.tokens))

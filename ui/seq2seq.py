@@ -10,6 +10,7 @@ from i18n import t
 from model import get_spec
 from model.data import TASKS
 from viz import seq2seq as vs
+from viz.theme import column_width
 
 from .view import View, md_escape
 from .widgets import Export, chart
@@ -84,11 +85,12 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
     left, right = st.columns(2)
     with left:
         fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
-                                                             lecture=view.lecture, lang=lg)
+                                                             lecture=view.lecture, lang=lg, width=column_width(2))
         chart(fig, "s2s_self", Export(mat, labels, labels, t("s2s.fig.self", lg, where=title), view.text,
                                       f"{name}-decoder-self-step{step}", heatmap=dict(masked=blocked, vmin=0, vmax=1)))
     with right:
-        fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg)
+        fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg,
+                                          width=column_width(2))
         chart(fig, "s2s_cross", Export(cmat, rows, run.source_tokens, t("s2s.fig.cross", lg, where=title), view.text,
                                        f"{name}-cross-step{step}", heatmap=dict(
                                            vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lg),

@@ -54,7 +54,13 @@ LECTURE_CSS = """<style>
 [data-testid="stMain"] h1 { font-size: 3.2rem !important; }
 [data-testid="stMain"] h2 { font-size: 2.4rem !important; }
 [data-testid="stMain"] h3 { font-size: 1.9rem !important; }
-</style>"""  # a constant: user text never goes through unsafe HTML
+[data-testid="stMain"] [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap !important; row-gap: 0.4rem; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] *, [data-testid="stMain"] [data-testid="stCheckbox"] label * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
+[data-testid="stMain"] [data-testid="stTable"] th, [data-testid="stMain"] [data-testid="stTable"] td {
+  font-size: 1.25rem !important; }
+</style>"""  # tabs wrap to a second row instead of hiding behind an overflow arrow; widget labels wrap instead of
+# ending in "…"; tables (ui.widgets.table draws st.table in lecture mode) take the bigger font  # a constant: user text never goes through unsafe HTML
 
 
 def available_models() -> list[str]:

@@ -8,11 +8,12 @@ from i18n import activation_name, t
 from viz import steps as vs_steps
 from viz import tour as vt
 from viz.steps import SECTION_OF, stage_figure
+from viz.theme import column_width
 
 from . import runs
 from .labs import lazy_tabs
 from .view import View
-from .widgets import Export, chart, layer_head
+from .widgets import Export, chart, layer_head, table
 
 
 def block_label(block: str, lang: str) -> str:
@@ -20,7 +21,7 @@ def block_label(block: str, lang: str) -> str:
     return t(f"block.{block}", lang)
 
 
-def draw_stage(view: View, stage, lang: str = "en") -> None:
+def draw_stage(view: View, stage, lang: str = "en", width: int | None = None) -> None:
     """One stage of the step-by-step walk-through: title and shape, formula, caption, heatmap with its export."""
     st.markdown(f"**{stage.title}** · `{stage.shape}`")
     st.latex(stage.latex)
@@ -29,7 +30,7 @@ def draw_stage(view: View, stage, lang: str = "en") -> None:
         st.info(t("steps.mask_none" if stage.key == "mask" else "steps.masked_none", lang))
         return
     title = f"{view.model_name} · {block_label(view.block, lang)} · {layer_head(view.layer, view.head, lang)}"
-    chart(stage_figure(stage, lecture=view.lecture, lang=lang), f"step_{stage.key}", Export(
+    chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=width), f"step_{stage.key}", Export(
         stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", view.text,
         f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}", heatmap=dict(
             masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
@@ -44,7 +45,7 @@ def draw_section(view: View, stages: list, section: int, lang: str) -> None:
     for members in groups.values():
         for col, stage in zip(st.columns(len(members)) if len(members) > 1 else [st.container()], members):
             with col:
-                draw_stage(view, stage, lang)
+                draw_stage(view, stage, lang, column_width(len(members)))
         st.divider()
 
 
@@ -142,7 +143,7 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
         stage = by_key[key]
         with col:
             st.markdown(f"**{stage.title}** · `{stage.shape}`")
-            chart(stage_figure(stage, lecture=view.lecture, lang=lang), f"steps_cross_{key}", Export(
+            chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=column_width(2)), f"steps_cross_{key}", Export(
                 stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {stage.title} ({stage.shape})", view.text,
                 f"{view.model_name}-L{view.layer}-H{head}-cross-{key}",
                 heatmap=dict(cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r", xlabel=stage.xlabel,
@@ -171,9 +172,9 @@ def vocab_section(view: View, lang: str) -> None:
     probs, toks = out["top_probs"][i], out["top_tokens"][i]
     st.plotly_chart(vt.ranked_bars(probs, toks, answer=0, title=t("steps.vocab.fig", lang, i=i, token=rows[i]),
                                    ylabel=t("tour.axis.probability", lang), lecture=view.lecture), key="steps_vocab")
-    st.dataframe({t("steps.col.position", lang): list(range(len(rows))), t("steps.col.input", lang): list(rows),
+    table({t("steps.col.position", lang): list(range(len(rows))), t("steps.col.input", lang): list(rows),
                   t("steps.col.top", lang): [" · ".join(f"{tk} {p:.3f}" for tk, p in zip(tt, pp))
                                              for tt, pp in zip(out["top_tokens"], out["top_probs"])]},
-                 hide_index=True, width="stretch")
+          view.lecture)
     err = float(abs(out["sums"] - 1).max())
     (st.success if out["diff"] < 1e-4 else st.warning)(t("steps.vocab.check", lang, diff=out["diff"], err=err))

@@ -34,7 +34,7 @@ from viz.theme import esc
 from . import quiz, runs, store
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
-from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang
+from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
          "ffn", "decoder_self", "cross", "output")
@@ -183,11 +183,10 @@ def _tokens(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     tr, lg = ctx.trace, ctx.lg
     n_special = sum(tr.source_special)
     st.markdown(t("tour.tokens.count", lg, n=len(tr.source_tokens), special=n_special))
-    st.dataframe({t("tour.col.position", lg): list(range(len(tr.source_tokens))),
-                  t("tour.col.token", lg): list(tr.source_tokens),
-                  t("tour.col.id", lg): list(tr.source_ids),
-                  t("tour.col.special", lg): ["✓" if s else "" for s in tr.source_special]},
-                 hide_index=True, width="stretch")
+    table({t("tour.col.position", lg): list(range(len(tr.source_tokens))),
+           t("tour.col.token", lg): list(tr.source_tokens),
+           t("tour.col.id", lg): list(tr.source_ids),
+           t("tour.col.special", lg): ["✓" if s else "" for s in tr.source_special]}, ctx.view.lecture)
 
 
 def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:

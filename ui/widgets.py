@@ -80,6 +80,16 @@ def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):
     return st.tabs(labels, key=key, **kwargs)
 
 
+def table(data, lecture: bool, *, key: str | None = None, height: int | None = None) -> None:
+    """A table without its index: st.dataframe (sortable, its own scrolling), or in lecture mode st.table, whose
+    HTML text takes the lecture style's bigger font (ui.state.LECTURE_CSS), which the data grid, drawn on a canvas,
+    cannot; a tall one scrolls within `height` px."""
+    if lecture:
+        st.table(data, hide_index=True, height=height or "content")
+    else:
+        st.dataframe(data, hide_index=True, key=key, height=height or "auto", width="stretch")
+
+
 def rename_columns(rows: list[dict], lang: str, names: dict[str, str] | None = None, **fmt) -> list[dict]:
     """Table rows with their headers in the interface language. analysis/ returns rows keyed by plain names
     ("layer", "most_attended", "entropy"); each is shown as the catalogue's "col.<name>" (a metric:

@@ -21,7 +21,19 @@ import plotly.graph_objects as go
 from i18n import t as tr
 
 from .heatmap import block_mean
-from .theme import HIGHLIGHT, SLIDE_FONT, base_layout, esc, figure, font_size, head_colour, rgba
+from .theme import (
+    HIGHLIGHT,
+    PAGE_WIDTH,
+    SLIDE_FONT,
+    base_layout,
+    esc,
+    figure,
+    font_size,
+    head_colour,
+    rgba,
+    text_width,
+    title_margin,
+)
 
 COLORSCALE = "Viridis"
 ALL_TOKENS_MAX = 60  # the token view lists every token up to this length, else only the keys it draws lines to
@@ -92,6 +104,9 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
     fs = font_size(lecture)
     layout = base_layout(lecture, max(260, 70 * L + 90), title)
     layout.update(clickmode="event+select", dragmode=False, hovermode="closest")
+    if title:  # the head names sit on top, under the title: the title at the top of the margin, room for both
+        layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
+        layout["margin"]["t"] = title_margin(lecture, below=1.6 * max(9, fs - 2))
     layout["xaxis"] = dict(tickvals=[h * sx + cx for h in range(H)], ticktext=[esc(x) for x in heads], side="top",
                            showgrid=False, zeroline=False, tickfont=dict(size=max(9, fs - 2)))
     layout["yaxis"] = dict(tickvals=[layer * sy + cy for layer in range(L)],
@@ -194,7 +209,17 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
                      hoverinfo="skip", showlegend=False))
     height = int(min(1400, max(360, (span + 1) * (30 if lecture else 24) + 120)))
     layout = base_layout(lecture, height, title)
-    layout.update(hovermode="closest", dragmode=False, legend=dict(title=dict(text=tr("ex.viz.legend", lang))),
+    # the legend in rows above the lines (plotly wraps them to the width), not beside them: on a phone a column of
+    # 12 heads at the right covered the keys; the title at the top of the margin, the legend's rows under it, each
+    # entry as wide as the longest head name (plotly cut the last one); the caption says a click toggles a head
+    entry = max((text_width(tr("ex.head_n", lang, i=h), fs) for h in heads), default=0.0) + 12
+    per_row = max(1, int((PAGE_WIDTH - 40) // (entry + 45)))  # 45 px: the line symbol and its gap
+    rows_px = -(-len(heads) // per_row) * fs * 1.7  # the legend's rows on a projector-wide page
+    if title:
+        layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
+    layout["margin"]["t"] = (title_margin(lecture) if title else 10) + int(rows_px)
+    layout.update(hovermode="closest", dragmode=False,
+                  legend=dict(orientation="h", x=0.0, xanchor="left", y=1.0, yanchor="bottom", entrywidth=int(entry)),
                   xaxis=dict(range=[-0.6, 1.6], visible=False, fixedrange=True),
                   yaxis=dict(visible=False, fixedrange=True, range=[-span - 0.8, 0.8]))
     return figure(data, layout)

@@ -13,11 +13,12 @@ from .heads import head_grid
 from .theme import HIGHLIGHT, base_layout, esc, figure
 
 
-def weight_grid(side, *, zmax: float, shared: tuple, lecture: bool = False, lang: str = "en") -> go.Figure:
+def weight_grid(side, *, zmax: float, shared: tuple, lecture: bool = False, lang: str = "en",
+                width: int | None = None) -> go.Figure:
     """One language: (L, H) weight from the query word to the target word; the heads in both top-k outlined."""
     q = esc(side.query_word, 20)  # the word, its pieces merged with no spaces ("트로피는", not "▁ 트로 피 는")
     k = esc(side.target_word, 20)
-    return head_grid(side.weight, diverging=False, zmax=zmax, chosen=list(shared), lecture=lecture, lang=lang,
+    return head_grid(side.weight, diverging=False, zmax=zmax, chosen=list(shared), lecture=lecture, lang=lang, width=width,
                      colorbar_title=tr("e5.xl.weight", lang), title=tr("e5.xl.grid_title", lang, q=q, k=k))
 
 

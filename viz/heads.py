@@ -20,7 +20,7 @@ from i18n import head_name
 from i18n import t as tr
 
 from .heatmap import axis_labels, heatmap
-from .theme import HIGHLIGHT, base_layout, cell_font_size, esc, figure, font_size, merge
+from .theme import HIGHLIGHT, base_layout, esc, figure, merge
 
 FLIP_MARK = "⇄"
 ATLAS_COLOURS = {  # one colour per top label (analysis.atlas.TOP_LABELS)
@@ -45,7 +45,7 @@ def _lh(layer: int, head: int, lang: str) -> str:
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
               zmax: float | None = None, texttemplate: str | None = None, lecture: bool = False,
-              lang: str = "en") -> go.Figure:
+              lang: str = "en", width: int | None = None) -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
     `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined; `texttemplate` replaces the
     cells' number format."""
@@ -70,7 +70,7 @@ def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", 
     return heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
                    colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150),
                    text_auto=v.size <= 144, hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
-                   extra_layout=_fit({"shapes": shapes} if shapes else {}), **kw)
+                   extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
 
 
 def _cell_outline(layer: int, head: int, colour: str, dash: str = "solid") -> dict:
@@ -244,7 +244,6 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", s
               for h in range(H)] for la in range(L)]
     data = [dict(type="heatmap", z=(idx + 0.5).tolist(), x=cols, y=rows, zmin=0, zmax=k, colorscale=scale,
                  text=text, customdata=hover, texttemplate="%{text}", xgap=2, ygap=2,
-                 textfont=dict(size=cell_font_size(lecture) - 1),
                  hovertemplate="%{y} · %{x}<br>%{customdata}<extra></extra>", showscale=False)]
     for lab in names:  # legend entries for the categories
         data.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=esc(titles.get(lab, "mixed")),
@@ -254,7 +253,7 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", s
                                                    n=len(atlas.sentences)))
     layout.update(xaxis=dict(type="category", showgrid=False), showlegend=True,
                   yaxis=dict(type="category", autorange="reversed", showgrid=False),
-                  legend=dict(orientation="h", y=-0.12, font=dict(size=font_size(lecture) - 1)),
+                  legend=dict(orientation="h", y=-0.12),
                   shapes=[_cell_outline(la, h, "black") for la, h in (chosen or [])])
     return figure(data, _fit(layout))
 
@@ -266,7 +265,6 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
     text = [[esc(t, 16) for t in row] for row in lens.top_tokens]
     data = [dict(type="heatmap", z=p.tolist(), x=[f"#{r + 1}" for r in range(k)], y=[tr("heads.viz.dec_layer", lang, i=la) for la in lens.layers], text=text,
                  zmin=0, zmax=1, colorscale="Blues", reversescale=True, texttemplate="%{text}<br>%{z:.2f}", xgap=2, ygap=2,
-                 textfont=dict(size=cell_font_size(lecture)),
                  hovertemplate="%{y}, %{x}: %{text} (%{z:.3f})<extra></extra>",
                  colorbar=dict(title=dict(text="p"), thickness=14))]
     layout = base_layout(lecture, 60 * L + 160, tr("heads.viz.lens", lang, step=lens.step,

@@ -13,14 +13,29 @@ What it guarantees, so every page stays light in the browser:
 
 from __future__ import annotations
 
+import html
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
 
 from i18n import t as tr
 
-from .theme import HIGHLIGHT, MASKED_BG, base_layout, cell_font_size, esc, figure, font_size, merge, tick_step
+from .theme import (
+    HIGHLIGHT,
+    MASKED_BG,
+    MIN_CELL_FONT,
+    PAGE_WIDTH,
+    base_layout,
+    cell_text_fits,
+    esc,
+    figure,
+    fonts,
+    merge,
+    text_width,
+    tick_step,
+)
 
 MAX_SIDE = 512  # most rows / columns a heatmap sends to the browser
 # a numbered axis (model dimensions, positions) longer than this labels every k-th index (at most SPARSE_TICKS
@@ -111,10 +126,13 @@ def heatmap(
     extra_trace: dict | None = None,  # more heatmap trace attributes, merged as plotly's update_traces would
     extra_layout: dict | None = None,  # more layout attributes (shapes, automargin), merged as update_layout would
     highlight_row: int | None = None,  # a row to outline (the chosen query token): a frame and a bold tick label
+    width: int | None = None,  # px it is drawn at on a 1600 px projector (theme.column_width); None: PAGE_WIDTH
 ) -> go.Figure:
     """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
     (it may carry markup such as <sup>). `extra_trace` / `extra_layout` let a caller add to the dicts before the
-    figure is built: any go.Figure method (update_traces, update_layout, add_shape) validates, at ~1 ms a call."""
+    figure is built: any go.Figure method (update_traces, update_layout, add_shape) validates, at ~1 ms a call.
+    Cell numbers are written only where they fit (`cell_text`), at the size plotly fits to the cells it draws;
+    tick labels turn and shrink when the cells are narrower than they are (`tick_style`)."""
     m = np.asarray(matrix, dtype=np.float32)
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
@@ -129,6 +147,13 @@ def heatmap(
     if text_auto is None:
         text_auto = z.size <= 144
     finite = np.isfinite(z)
+    f = fonts(lecture)
+    layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))),
+                         title + (tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""))
+    xticks, yticks = sparse_ticks(cols), sparse_ticks(rows)
+    cell_w, cell_h, angle, tick = tick_style(rows, cols, xticks, yticks, width=width or PAGE_WIDTH,
+                                             height=layout["height"], lecture=lecture, titled=bool(title),
+                                             xlabel=bool(xlabel), ylabel=bool(ylabel))
     heat = dict(type="heatmap", z=z, x=cols, y=rows, colorscale=colorscale, hoverongaps=False,
                 zmin=zmin, zmax=zmax if zmax is not None or zmin is None or not finite.any() else float(z[finite].max()),
                 xgap=1 if z.shape[1] <= 40 else 0, ygap=1 if z.shape[0] <= 40 else 0,
@@ -140,24 +165,22 @@ def heatmap(
         heat["zmid"] = zmid
     heat = {k: v for k, v in heat.items() if v is not None}  # unset = plotly's automatic range
     if text_auto:
-        heat.update(texttemplate="%{z:.2f}", textfont=dict(size=cell_font_size(lecture)))
+        heat.update(texttemplate="%{z:.2f}")
     merge(heat, extra_trace)
+    cell_text(heat, z, cell_w, cell_h, lecture)
     data = [heat]
     if masked is not None and fr * fc == 1 and z.size <= 2500:
         ys, xs = np.nonzero(~finite)
-        data.append(dict(type="scatter", x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="text",
-                         text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
-                         textfont=dict(color="#7a7a7a", size=cell_font_size(lecture) + 3)))
-    note = tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""
-    xticks, yticks = sparse_ticks(cols), sparse_ticks(rows)
-    n = max(len(xticks or cols), len(yticks or rows))  # labels drawn on the longer axis
-    tick = max(7, min(font_size(lecture), int(700 / max(n, 1))))
-    layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))), title + note)
+        mark = min(f["cell"] + 3, int(min(cell_w, cell_h) * 0.8))
+        if mark >= 6:
+            data.append(dict(type="scatter", x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="text",
+                             text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
+                             textfont=dict(color="#7a7a7a", size=mark)))
     layout.update(plot_bgcolor=MASKED_BG,
-                  xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=-60 if len(cols) > 8 else 0,
-                             tickfont=dict(size=tick), showgrid=False, **_tickvals(xticks)),
+                  xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=angle,
+                             tickfont=dict(size=tick[0]), showgrid=False, **_tickvals(xticks)),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
-                             tickfont=dict(size=tick), showgrid=False, **_tickvals(yticks)))
+                             tickfont=dict(size=tick[1]), showgrid=False, **_tickvals(yticks)))
     if highlight_row is not None and 0 <= highlight_row < m.shape[0]:
         merge(layout, row_highlight(highlight_row // fr, rows, yticks, lecture))
     return figure(data, merge(layout, extra_layout))
@@ -173,6 +196,73 @@ def row_highlight(r: int, rows: list[str], yticks: list | None, lecture: bool = 
         vals = [x for x in rows if x in set(vals) or x == rows[r]]
     text = [f'<b><span style="color:{HIGHLIGHT}">{x}</span></b>' if x == rows[r] else x for x in vals]
     return {"shapes": [frame], "yaxis": {"tickvals": vals, "ticktext": text}}
+
+
+def tick_style(rows: list[str], cols: list[str], xticks: list | None, yticks: list | None, *, width: int,
+               height: int, lecture: bool, titled: bool = True, xlabel: bool = True,
+               ylabel: bool = True) -> tuple[float, float, int, tuple[int, int]]:
+    """(cell width, cell height, x tick angle, (x tick size, y tick size)) of a heatmap drawn `width` x `height` px:
+    the plot area is what the tick labels, axis titles, colour bar and title leave. A column label wider than its
+    cell turns the labels to -60°; tick labels shrink to the spacing of the ticks they label (not below 7 px, or in
+    lecture mode the smallest readable cell number, MIN_CELL_FONT)."""
+    f = fonts(lecture)
+    label_w = max((text_width(r, f["tick"]) for r in rows), default=0.0)
+    left = label_w + (1.4 * f["axis_title"] if ylabel else 0) + 20
+    right = 14 + 30 + text_width("-0.00", f["tick"])  # colour bar, its padding and tick labels
+    cell_w = max(1.0, (width - left - right) / max(len(cols), 1))
+    x_step = len(cols) / len(xticks) if xticks else 1
+    col_w = max((text_width(c, f["tick"]) for c in (xticks or cols)), default=0.0)
+    turned = col_w > cell_w * x_step * 0.9
+    bottom = (col_w * 0.87 if turned else f["tick"] * 1.4) + (1.4 * f["axis_title"] if xlabel else 0) + 20
+    top = (f["title"] * 1.4 + 24) if titled else 20
+    cell_h = max(1.0, (height - top - bottom) / max(len(rows), 1))
+    y_step = len(rows) / len(yticks) if yticks else 1
+    x_tick = int(min(f["tick"], cell_w * x_step / 1.3 if turned else f["tick"]))
+    y_tick = int(min(f["tick"], cell_h * y_step / 1.25))
+    least = MIN_CELL_FONT[True] if lecture else 7  # a projector keeps readable labels (plotly then skips some)
+    return cell_w, cell_h, -60 if turned else 0, (max(least, x_tick), max(least, y_tick))
+
+
+def cell_text(heat: dict, z: np.ndarray, cell_w: float, cell_h: float, lecture: bool) -> None:
+    """Keep a heatmap trace's cell text (its texttemplate) only where its longest entry fits a cell at the smallest
+    readable size (theme.cell_text_fits, MIN_CELL_FONT); a template with the trace's own text and a number falls back
+    to the text alone, then to nothing. The size is left to plotly, which fits it to the cells it draws (up to the
+    figure's base size), except for a single row or column, where plotly does not measure: there it is set here."""
+    template = heat.get("texttemplate")
+    if not template:
+        return
+    least = MIN_CELL_FONT[bool(lecture)]
+    for tpl in (template, "%{text}" if "%{text}" in template and template != "%{text}" else None):
+        if tpl is None:
+            continue
+        longest = _longest_cell(tpl, z, heat.get("text"))
+        if cell_text_fits(cell_w - (heat.get("xgap") or 0), cell_h - (heat.get("ygap") or 0), longest, least):
+            heat["texttemplate"] = tpl
+            if min(z.shape) == 1:
+                fit = min(cell_w / max(len(longest) * 0.65, 0.65), cell_h / 1.3, fonts(lecture)["base"])
+                heat.setdefault("textfont", {})["size"] = int(fit)
+            elif isinstance(heat.get("textfont"), dict):
+                heat["textfont"].pop("size", None)  # plotly fits it
+            return
+    heat.pop("texttemplate", None)
+
+
+def _longest_cell(template: str, z: np.ndarray, text) -> str:
+    """The longest line a cell's texttemplate writes: each %{z:.Nf} as the longest formatted value, %{text} as the
+    longest text entry, markup removed."""
+    finite = np.asarray(z, dtype=np.float64)[np.isfinite(z)]
+
+    def number(m: re.Match) -> str:
+        digits = int(m.group(1))
+        return max((f"{v:.{digits}f}" for v in (finite.min(), finite.max())), key=len) if finite.size else ""
+
+    s = re.sub(r"%\{z:\.(\d)f\}", number, template)
+    if "%{text}" in s:
+        flat = [str(x) for row in (text or []) for x in (row if isinstance(row, (list, tuple)) else [row])]
+        longest = max(flat, key=len, default="")
+        s = s.replace("%{text}", longest)
+    lines = re.split(r"<br\s*/?>", s)
+    return max((html.unescape(re.sub(r"<[^>]*>", "", x)) for x in lines), key=len)
 
 
 def _tickvals(ticks: list | None) -> dict:

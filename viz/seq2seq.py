@@ -28,7 +28,7 @@ def head_name(layer: int, head: int | str, lang: str = "en") -> str:
 
 
 def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                          lecture: bool = False, lang: str = "en") -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
+                          lecture: bool = False, lang: str = "en", width: int | None = None) -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
     """Decoder self-attention at `step` (1-based): (t x t), or all T rows when `full` (teacher forcing).
     Blocked cells (above the diagonal) are grey. Returns (figure, matrix, blocked, labels)."""
     s = run.steps[(len(run.steps) if full else step) - 1]
@@ -38,13 +38,13 @@ def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | s
         "" if full else " · " + t("s2s.step_n", lang, i=step))
     fig = heatmap(m, s.inputs, s.inputs, title=title, zmin=0.0, zmax=1.0, masked=blocked,
                   xlabel=t("s2s.axis.key_earlier", lang), ylabel=t("s2s.axis.query_input", lang), lecture=lecture,
-                  colorbar_title=t("s2s.axis.weight", lang), lang=lang,
+                  colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
                   extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]} if full else None)
     return fig, m, blocked, s.inputs
 
 
 def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                 lecture: bool = False, lang: str = "en") -> tuple[go.Figure, np.ndarray, list[str]]:
+                 lecture: bool = False, lang: str = "en", width: int | None = None) -> tuple[go.Figure, np.ndarray, list[str]]:
     """Cross-attention rows (target rows x source columns) of steps 1..step (all T in teacher forcing);
     the current step's row is outlined. Returns (figure, matrix, row labels)."""
     upto = len(run.steps) if full else step
@@ -52,7 +52,7 @@ def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, fu
     rows = run.steps[upto - 1].inputs
     fig = heatmap(m, rows, run.source_tokens, title=t("s2s.fig.cross", lang, where=head_name(layer, head, lang)),
                   zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang), ylabel=t("s2s.axis.input", lang),
-                  lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang,
+                  lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
                   extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]})
     return fig, m, rows
 
@@ -85,10 +85,11 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str
     labels = [f"{esc(t, 20)}\u2009#{i + 1}" for i, t in enumerate(s.top_tokens)]
     colours = ["#2a9d8f" if t == s.chosen else "#bab0ac" for t in s.top_tokens]
     bar = dict(type="bar", x=s.top_probs, y=labels, orientation="h", marker=dict(color=colours),
-               text=[f"{p:.3f}" for p in s.top_probs], textposition="auto",
+               text=[f"{p:.3f}" for p in s.top_probs], textposition="outside", cliponaxis=False,
                hovertemplate="%{y}: %{x:.4f}<extra></extra>")
     layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K))
-    layout.update(xaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.probability", lang))),
+    layout.update(xaxis=dict(range=[0, 1.12], title=dict(text=t("s2s.axis.probability", lang)),
+                             tickvals=[0, 0.25, 0.5, 0.75, 1]),
                   yaxis=dict(autorange="reversed", type="category"))
     return figure([bar], layout)
 

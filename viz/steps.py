@@ -177,9 +177,12 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
     return out
 
 
-def stage_figure(stage: Stage, *, lecture: bool = False, max_side: int = 256, lang: str = "en") -> go.Figure:
-    """One stage as a heatmap titled with its shape; cell values written only on small matrices."""
+def stage_figure(stage: Stage, *, lecture: bool = False, max_side: int = 256, lang: str = "en",
+                 width: int | None = None) -> go.Figure:
+    """One stage as a heatmap titled with its shape; cell values written only on small matrices whose cells hold
+    them at `width` px (viz.heatmap)."""
     zmid = 0.0 if stage.zmin is None and stage.colorscale == "RdBu_r" else None
     return heatmap(stage.matrix, stage.rows, stage.cols, title=f"{stage.title}  ·  {stage.shape}",
                    colorscale=stage.colorscale, zmin=stage.zmin, zmax=stage.zmax, zmid=zmid, masked=stage.masked,
-                   xlabel=stage.xlabel, ylabel=stage.ylabel, lecture=lecture, max_side=max_side, lang=lang)
+                   xlabel=stage.xlabel, ylabel=stage.ylabel, lecture=lecture, max_side=max_side, lang=lang,
+                   width=width)

@@ -12,20 +12,41 @@ from __future__ import annotations
 import functools
 import html
 import math
+import re
+import unicodedata
 
 import plotly.colors as pc
 import plotly.graph_objects as go
 
 from i18n import Shown
 
-HEAD_COLOURS = [  # one colour per head (Tableau 10 + 2), repeated beyond 12 heads
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b",
+HEAD_COLOURS = [  # one colour per head, repeated beyond 20 heads: Tableau 10 without its grey (faint as a thin line),
+    # then colours of Kelly's and Trubetskoy's distinct-colour lists chosen greedily for the largest CIELAB distance to
+    # those already taken (every pair of the first 16 is at least ΔE 28 apart; tests/test_lecture.py checks 20)
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+    "#f032e6", "#000075", "#8db600",  # 12 heads
+    "#000000", "#800000", "#808000", "#911eb4",  # 16 heads
+    "#4363d8", "#b3446c", "#dcbeff", "#42d4f4",  # 20 heads
 ]
 MASKED_BG = "#d9d9d9"  # colour of blocked (masked) cells: the plot background shows through NaN
 HIGHLIGHT = "#e15759"  # the selected head / row / query token
 LECTURE_SCALE = 1.35  # figure heights in lecture mode
 SLIDE_FONT = {"title": 15, "label": 13, "token": 11, "legend": 10, "cell": 8}  # matplotlib exports (points)
+# The one table of the plotly figures' text sizes (px), normal and lecture (projector) mode. Streamlit's chart theme
+# gives legends, tick labels, axis and colour bar titles and hover labels sizes of its own (12-14 px) that win over
+# plotly's inheritance from layout.font, so `figure` writes every size a builder leaves unset from this table.
+FONTS = {
+    False: {"base": 13, "title": 16, "tick": 12, "axis_title": 14, "legend": 12, "annotation": 16, "cell": 11,
+            "bar_text": 12, "hover": 12},
+    True: {"base": 20, "title": 23, "tick": 18, "axis_title": 20, "legend": 18, "annotation": 20, "cell": 16,
+           "bar_text": 18, "hover": 18},
+}
+MIN_CELL_FONT = {False: 9, True: 14}  # the smallest number worth writing in a heatmap cell (px)
+# The width (px) a figure is drawn at when it fills the page: Streamlit's main area (wide layout) on a 1600 px wide
+# window with the sidebar open. Builders that decide on pixels (cell numbers, tick angles) assume it, or a column of it.
+PAGE_WIDTH = 1140
+COLUMN_GAP = 16  # st.columns' default gap ("small", 1rem)
+CHAR_EM = 0.65  # plotly's own estimate of a character's width in a heatmap cell (its line spacing 1.3 / 2)
 
 
 def esc(text: object, limit: int = 40) -> str:
@@ -45,31 +66,109 @@ def rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha:.2f})"
 
 
+def fonts(lecture: bool) -> dict[str, int]:
+    """The text sizes (px) of a figure in normal or lecture mode (FONTS)."""
+    return FONTS[bool(lecture)]
+
+
 def font_size(lecture: bool) -> int:
-    return 20 if lecture else 13
+    return fonts(lecture)["base"]
 
 
 def cell_font_size(lecture: bool) -> int:
     """Numbers written inside heatmap cells."""
-    return 16 if lecture else 11
+    return fonts(lecture)["cell"]
+
+
+def column_width(n: int, width: int = PAGE_WIDTH) -> int:
+    """The width (px) of one of `n` equal st.columns in a container `width` px wide."""
+    return int((width - COLUMN_GAP * (n - 1)) / max(n, 1))
+
+
+def text_width(text: str, px: float) -> float:
+    """Estimated width (px) of a line of text at font size `px`: a wide (CJK, Hangul) character 1 em, any other 0.6
+    em; markup (<sup>, <br>) and the zero-width characters that keep labels unique are not counted."""
+    s = html.unescape(re.sub(r"<[^>]*>", "", str(text)))  # markup off first: an escaped "&lt;pad&gt;" is text
+    return px * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.0 if unicodedata.category(c) == "Cf"
+                    else 0.6 for c in s)
+
+
+def cell_text_fits(cell_w: float, cell_h: float, text: str, px: float) -> bool:
+    """Whether `text` (one line) at `px` fits in a heatmap cell of cell_w x cell_h pixels, by plotly's own measure
+    (CHAR_EM per character, line height 1.3 em): the one rule that decides whether cells carry their numbers."""
+    return len(text) * CHAR_EM * px <= cell_w and 1.3 * px <= cell_h
 
 
 def base_layout(lecture: bool, height: int, title: str = "") -> dict:
-    """Common plotly layout: font, height (x LECTURE_SCALE in lecture mode), margins, title."""
-    fs = font_size(lecture)
+    """Common plotly layout: font, height (x LECTURE_SCALE in lecture mode), margins, title. `figure` fills in the
+    sizes of the other texts (legend, ticks, axis titles, annotations, bar text) from the same table (FONTS)."""
+    f = fonts(lecture)
     return dict(
         height=int(height * (LECTURE_SCALE if lecture else 1.0)),
-        font=dict(size=fs),
-        title=dict(text=title, font=dict(size=fs + 3)),
-        margin=dict(l=10, r=10, t=60 if title else 20, b=10),
+        font=dict(size=f["base"]),
+        title=dict(text=title, font=dict(size=f["title"])),
+        margin=dict(l=10, r=10, t=title_margin(lecture) if title else 20, b=10),
     )
+
+
+def title_margin(lecture: bool, lines: int = 1, below: float = 0.0) -> int:
+    """Top margin (px) for a figure title of `lines` lines with `below` px of other text (top tick labels, subplot
+    titles) between it and the plot."""
+    return int(fonts(lecture)["title"] * 1.4 * lines + 24 + below)
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:
     """A plotly Figure from plain dicts without per-property validation (~1 ms instead of ~25 ms per figure). The
     dicts use only documented plotly attributes. An empty template: plotly's default one is ~7 kB per figure and a
-    deep copy on every draw; Streamlit's theme styles the chart in the browser anyway."""
+    deep copy on every draw; Streamlit's theme styles the chart in the browser anyway. Every text size the builder
+    left unset is written from FONTS (`apply_fonts`)."""
+    apply_fonts(data, layout)
     return go.Figure({"data": data, "layout": {"template": {}, **layout}}, _validate=False)
+
+
+def is_lecture(layout: dict) -> bool:
+    """Whether a layout was made for lecture mode: its base font is the lecture one (base_layout sets it)."""
+    return (layout.get("font") or {}).get("size", 0) >= FONTS[True]["base"]
+
+
+def apply_fonts(data: list[dict], layout: dict) -> None:
+    """The one place that sizes a figure's texts: legend (and its title), hover labels, every axis' tick labels and
+    title, annotations (subplot titles), colour bars, bar and text-trace labels, from FONTS for the layout's mode
+    (`is_lecture`). Only sizes the builder left unset are written (a builder may shrink the ticks of a long axis), but
+    annotations are never smaller than the table's size."""
+    f = fonts(is_lecture(layout))
+
+    def size(d: dict, key: str, value: int) -> None:
+        font = d.setdefault(key, {})
+        if isinstance(font, dict) and font.get("size") is None:
+            font["size"] = value
+
+    if not any(re.fullmatch(r"[xy]axis\d*", k) for k in layout) and any(
+            tr.get("type") in ("heatmap", "scatter", "bar") for tr in data):
+        layout["xaxis"], layout["yaxis"] = {}, {}
+    for k, axis in layout.items():
+        if re.fullmatch(r"[xy]axis\d*", k) and isinstance(axis, dict):
+            size(axis, "tickfont", f["tick"])
+            title = axis.setdefault("title", {})
+            if isinstance(title, dict):
+                size(title, "font", f["axis_title"])
+    legend = layout.setdefault("legend", {})
+    size(legend, "font", f["legend"])
+    size(legend.setdefault("title", {}), "font", f["legend"])
+    size(layout.setdefault("hoverlabel", {}), "font", f["hover"])
+    if isinstance(layout.get("title"), dict):
+        size(layout["title"], "font", f["title"])
+    for note in layout.get("annotations") or []:  # subplot titles come at make_subplots' 16 px: at least the table's
+        font = note.setdefault("font", {})
+        font["size"] = max(font.get("size") or 0, f["annotation"])
+    for tr in data:
+        if isinstance(tr.get("colorbar"), dict):
+            size(tr["colorbar"], "tickfont", f["tick"])
+            size(tr["colorbar"].setdefault("title", {}), "font", f["axis_title"])
+        if tr.get("type") == "bar" and tr.get("text") is not None:
+            size(tr, "textfont", f["bar_text"])
+        if tr.get("type") == "scatter" and "text" in str(tr.get("mode", "")):
+            size(tr, "textfont", f["base"])
 
 
 def colour_scale(name: str) -> list[list]:

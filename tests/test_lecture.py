@@ -188,7 +188,7 @@ def test_crosslingual_grids_drop_numbers_in_two_columns():
     from types import SimpleNamespace
 
     side = SimpleNamespace(weight=np.random.default_rng(5).random((12, 12)).astype(np.float32),
-                           tokens=["▁it", "▁animal"], query=[0], target=[1])
+                           tokens=["▁it", "▁animal"], query=[0], target=[1], query_word="it", target_word="animal")
     fig = vx.weight_grid(side, zmax=1.0, shared=((0, 0),), lecture=True, lang="ko", width=column_width(2))
     assert _text(fig) is None
     assert _layout(fig)["yaxis"]["tickfont"]["size"] >= MIN_CELL_FONT[True]

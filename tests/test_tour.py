@@ -273,6 +273,9 @@ def test_since_on_smollm2_shows_rotary_rmsnorm_gqa_swiglu_as_changes(entry, lang
         assert at.subheader[0].value == "Step 15 of 15: What changed since 2017"
     else:
         assert "쿼리 헤드 9개가 K/V 헤드 3개를" in row["heads"][1] and "캐시" in row["heads"][2]
+        from test_korean_pages import english_words  # the Korean page scan's rule, on every cell of the table
+
+        assert english_words([*cols, *(cell for cells in table.values() for cell in cells), summary]) == []
         assert "smollm2-135m은 9가지 중 8가지가 논문과 다릅니다" in summary
         assert at.subheader[0].value == "15단계 중 15단계: 2017년 이후 달라진 것"
     assert at.button(key="tour_next_top").disabled

@@ -208,6 +208,9 @@ def test_every_slide_of_the_example_deck_opens_its_page(lang):
     assert titles == [t(k, lang) for k in ("tour.title", "pe.title", "steps.title", "steps.title", "masks.title",
                                            "steps.title", "page.explorer", "steps.title", "steps.title", "s2s.title",
                                            "tour.title")]
+    from ui.tour import STEPS
+
+    assert STEPS[at.session_state["_tour_step"] - 1] == "output"  # the last slide: the output step, not the one after it
 
 
 def test_the_deck_page_and_its_bar_in_korean():

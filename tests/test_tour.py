@@ -63,14 +63,15 @@ def _walk(at, lang="en") -> list[str]:
 def test_walk_every_step(entry, text):
     at = _open(entry, text=text)
     heads = _walk(at)
-    assert heads[0].startswith("Step 1 of 14") and heads[-1].startswith("Step 14 of 14")
+    assert heads[0].startswith("Step 1 of 15") and heads[-1] == "Step 15 of 15: What changed since 2017"
     assert [h.split(": ", 1)[1] for h in heads][:3] == ["Tokens and special tokens", "Embedding", "Positional Encoding"]
-    # the last three steps say they use seq2seq-tiny
+    assert at.table, "the last step puts the model beside the paper in a table"
+    at.button(key="tour_back_top").click().run()
+    assert _qp(at, "step") == "14"
+    # the decoder steps (12-14) say they use seq2seq-tiny
     assert any("seq2seq-tiny" in i.value for i in at.info)
     # user text is never rendered as HTML by plotly
     assert all("<script>" not in c for c in charts(at))
-    at.button(key="tour_back_top").click().run()
-    assert _qp(at, "step") == "13"
 
 
 @pytest.mark.slow
@@ -95,7 +96,7 @@ def test_layer_output_check_and_neuron_view(entry):
 @pytest.mark.parametrize("raw,expect", [("6", 6), ("99", 1), ("zero", 1), ("-2", 1)])
 def test_step_in_the_url(entry, raw, expect):
     at = _open(entry, step=raw)
-    assert at.subheader[0].value.startswith(f"Step {expect} of 14")
+    assert at.subheader[0].value.startswith(f"Step {expect} of 15")
     assert _qp(at, "step") == str(expect)
     warned = any("from the link does not exist" in w.value for w in at.warning)
     assert warned == (str(expect) != raw)
@@ -103,11 +104,11 @@ def test_step_in_the_url(entry, raw, expect):
 
 def test_korean_interface(entry):
     at = _open(entry, step="10", lang="ko")
-    assert at.subheader[0].value == "14단계 중 10단계: Add & Norm"
+    assert at.subheader[0].value == "15단계 중 10단계: Add & Norm"
     assert at.button(key="tour_next_top").label == "다음"
     at.button(key="tour_next_top").click().run()
     assert_ok(at)
-    assert at.subheader[0].value == "14단계 중 11단계: Feed Forward"
+    assert at.subheader[0].value == "15단계 중 11단계: Feed Forward"
     assert any("어텐션" in m.value or "토큰" in m.value for m in at.markdown)
 
 
@@ -118,7 +119,7 @@ def test_korean_every_step(entry):
     at = _open(entry, lang="ko")
     for i in range(1, tour.N_STEPS + 1):
         assert_ok(at)
-        assert at.subheader[0].value.startswith(f"14단계 중 {i}단계")
+        assert at.subheader[0].value.startswith(f"15단계 중 {i}단계")
         assert any(hangul.search(m.value) for m in at.markdown), f"step {i}: no Korean explanation"
         for spec in charts(at):
             title = json.loads(spec).get("layout", {}).get("title", {})
@@ -231,3 +232,64 @@ def test_decoder_steps_open_at_the_first_decoding_step(entry):
     assert bars and all(b == t("s2s.axis.weight", "ko") != "weight" for b in bars), bars
     at.button(key="tour_next_top").click().run()  # cross-attention: still the first step
     assert at.slider(key="tour_dec_step").value == 1
+
+
+# ---- step 15: what changed since 2017 (viz.since), the sidebar's model beside the paper -----------------------------
+SINCE = str(tour.STEPS.index("since") + 1)
+
+
+def _since_table(at):
+    """The step's table as {row name: [the paper, this model, why it changed]} and its column names."""
+    assert len(at.table) == 1
+    df = at.table[0].value
+    return {str(i): [str(v) for v in row] for i, row in zip(df.index, df.itertuples(index=False))}, list(df.columns)
+
+
+def test_since_is_the_last_step_and_the_output_step_keeps_its_number():
+    assert tour.STEPS[-1] == "since" and tour.N_STEPS == 15 and tour.STEPS[13] == "output"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_since_on_smollm2_shows_rotary_rmsnorm_gqa_swiglu_as_changes(entry, lang):
+    at = _open(entry, model="smollm2-135m", text="The animal didn't cross the street", lang=lang, step=SINCE)
+    table, cols = _since_table(at)
+    same = t("since.same_cell", lang)
+    assert cols == [t("since.col.paper", lang), "smollm2-135m", t("since.col.why", lang)]
+    row = {k: table[t(f"since.row.{k}", lang)] for k in ("positions", "norm", "heads", "ffn", "tying")}
+    for k in ("positions", "norm", "heads", "ffn"):
+        assert row[k][2] != same and row[k][2], (k, row[k])  # a difference, with its reason
+    assert row["tying"][2] == same
+    assert "RoPE" in row["positions"][1] and "θ = 100000" in row["positions"][1]
+    assert "RMSNorm" in row["norm"][1] and "pre-LN" in row["norm"][1] and "LayerNorm" in row["norm"][0]
+    assert "SwiGLU" in row["ffn"][1] and "ReLU" in row["ffn"][0]
+    summary = " ".join(i.value for i in at.info)
+    formula = _formula(at)
+    assert r"\operatorname{RMSNorm}" in formula and r"R_{\Theta,m}" in formula
+    if lang == "en":
+        assert row["heads"][1] == "Grouped-query: 9 query heads share 3 K/V heads (d_k = 64)"
+        assert "3/9 = 1/3 the size" in row["heads"][2]
+        assert "smollm2-135m differs from the paper in 8 of 9 choices" in summary
+        assert at.subheader[0].value == "Step 15 of 15: What changed since 2017"
+    else:
+        assert "쿼리 헤드 9개가 K/V 헤드 3개를" in row["heads"][1] and "캐시" in row["heads"][2]
+        from test_korean_pages import english_words  # the Korean page scan's rule, on every cell of the table
+
+        assert english_words([*cols, *(cell for cells in table.values() for cell in cells), summary]) == []
+        assert "smollm2-135m은 9가지 중 8가지가 논문과 다릅니다" in summary
+        assert at.subheader[0].value == "15단계 중 15단계: 2017년 이후 달라진 것"
+    assert at.button(key="tour_next_top").disabled
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_since_on_paper_base_says_the_choices_are_the_papers(entry, lang):
+    at = _open(entry, model="paper-base", text="I am good", lang=lang, step=SINCE)
+    assert [s.value for s in at.success] == [t("since.summary.same", lang, model="paper-base", n=9)]
+    table, _ = _since_table(at)
+    assert {row[2] for row in table.values()} == {t("since.same_cell", lang)}
+    assert r"\longrightarrow" not in _formula(at)
+
+
+def test_since_needs_no_sentence(entry):
+    at = _open(entry, text="", step=SINCE)
+    assert len(at.table) == 1 and "minilm-l6 differs from the paper" in " ".join(i.value for i in at.info)

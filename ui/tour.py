@@ -3,9 +3,10 @@ model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
 
     tokens -> embedding -> Positional Encoding -> Q, K, V -> Q Kᵀ / √d_k (+ neuron view) -> mask -> Softmax -> × V
     -> Concat and W_O -> Add & Norm -> Feed Forward -> decoder masked self-attention -> cross-attention
-    -> output probabilities
+    -> output probabilities -> what changed since 2017
 
-Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so. Every number comes from
+Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so; step 15 puts the sidebar's
+model's design choices beside the paper's (viz.since: from its config and tokenizer, no text needed). Every number comes from
 ui.runs (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
 from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
 (viz.tour). The step is in the URL (`?step=6`, counted from 1): read once per session on the tour's first run,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from i18n import t
@@ -26,8 +28,9 @@ from model.trace import AttentionTrace
 from viz import seq2seq as vs
 from viz import tour as vt
 from viz.heatmap import heatmap
-from viz.model_notes import step_formula, step_notes
+from viz.model_notes import ModelFacts, step_formula, step_notes
 from viz.positional import embedding_triptych
+from viz.since import since_formula, since_rows, since_summary, since_table
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
@@ -37,7 +40,7 @@ from .view import View, md_escape, show_value
 from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
 
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
-         "ffn", "decoder_self", "cross", "output")
+         "ffn", "decoder_self", "cross", "output", "since")
 N_STEPS = len(STEPS)
 DECODER_STEPS = {"decoder_self", "cross", "output"}
 DECODER_MODEL = "seq2seq-tiny"
@@ -60,6 +63,7 @@ FORMULAS = {
     "decoder_self": r"\operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M_{\text{look-ahead}}\right) V",
     "cross": r"\operatorname{softmax}\!\left(\frac{Q_{dec} (M W^{K})^{\top}}{\sqrt{d_k}}\right) M W^{V}",
     "output": r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)",
+    "since": since_formula(ModelFacts(name="paper")),  # the paper's norm and positions (ModelFacts' defaults)
 }
 
 
@@ -137,9 +141,12 @@ def render(view: View) -> None:
                        special=tr.source_special if tr else None) if facts else []
     if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
         st.info(" ".join(notes), icon=":material/memory:")
-    st.latex((step_formula(key, facts) if facts else None) or FORMULAS[key])
+    formula = since_formula(facts) if key == "since" else (step_formula(key, facts) if facts else None)
+    st.latex(formula or FORMULAS[key])
     if key in DECODER_STEPS:
         _decoder_step(view, key, lg, quiz_on)
+    elif key == "since":
+        _since_step(facts, lg)
     elif view.trace is None or not view.text.strip():
         st.info(t("tour.need_text", lg), icon=":material/edit:")
     else:
@@ -299,6 +306,24 @@ def _sublayers(ctx: _Ctx, key: str) -> None:
     if key == "ffn":
         hidden = ctx.trace.encoder_hidden_states if ctx.block == "encoder" else ctx.trace.decoder_hidden_states
         output_check(sub, hidden, ctx.layer, lg)
+
+
+# ---- what changed since 2017 (the sidebar's model beside the paper) ------------------------------------------------
+CHANGED_CSS = "background-color: rgba(255, 170, 0, 0.16)"  # the cells of a choice that differs from the paper
+
+
+def _since_step(facts: ModelFacts, lg: str) -> None:
+    """The design choices of the sidebar's model beside the paper's, one row each, and why each changed."""
+    rows = since_rows(facts, lg)
+    summary = since_summary(rows, facts, lg)
+    if all(r.same for r in rows):
+        st.success(summary, icon=":material/check_circle:")
+    else:
+        st.info(summary, icon=":material/history:")
+    table = pd.DataFrame(since_table(rows, facts, lg))
+    table = table.set_index(table.columns[0])  # the choice names head the rows
+    paper = table.columns[0]
+    st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
 
 
 # ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------

@@ -48,6 +48,13 @@ class ModelFacts:
     activation: str = "relu"
     gated_ffn: bool = False
     bias: bool = True
+    qkv_bias: bool = True  # biases on W_Q, W_K, W_V (TransformerConfig.has_qkv_bias)
+    d_ff: int = 2048
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    vocab_size: int = 37000
+    tie_embeddings: bool = True  # the output projection is the token table
+    share_embeddings: bool = True  # the encoder and the decoder read one token table
     scheme: str | None = None  # "wordpiece" | "sentencepiece" | "bytelevel" | None (TextTokenizer.scheme)
     before: tuple[str, ...] = ()  # special tokens the model puts before a text ("[CLS]"; "<copy>")
     after: tuple[str, ...] = ()  # and after it ("[SEP]"; "</s>")
@@ -65,7 +72,10 @@ class ModelFacts:
                    rope_theta=config.rope_theta, type_vocab_size=config.type_vocab_size,
                    embedding_layer_norm=config.embedding_layer_norm, scale_embeddings=config.scale_embeddings,
                    norm=config.norm, norm_placement=config.norm_placement, activation=config.activation,
-                   gated_ffn=config.gated_ffn, bias=config.bias,
+                   gated_ffn=config.gated_ffn, bias=config.bias, qkv_bias=config.has_qkv_bias, d_ff=config.d_ff,
+                   n_encoder_layers=config.n_encoder_layers, n_decoder_layers=config.n_decoder_layers,
+                   vocab_size=config.vocab_size, tie_embeddings=config.tie_embeddings,
+                   share_embeddings=config.share_embeddings,
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
                    before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad)
 

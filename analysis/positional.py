@@ -115,8 +115,8 @@ def head_distance_scores(q_proj: np.ndarray, k_proj: np.ndarray, theta: float, m
 
     if not 1 <= max_distance <= MAX_ROPE_DISTANCE:
         raise ValueError(f"choose a distance 1..{MAX_ROPE_DISTANCE}; got {max_distance}")
-    q = torch.as_tensor(np.asarray(q_proj, dtype=np.float32))
-    keys = torch.as_tensor(np.asarray(k_proj, dtype=np.float32))
+    q = torch.tensor(np.asarray(q_proj), dtype=torch.float32)
+    keys = torch.tensor(np.asarray(k_proj), dtype=torch.float32)
     k = q.shape[-1]
     rotary = Rotary(k, float(theta), max_distance + 1)
     with torch.inference_mode():

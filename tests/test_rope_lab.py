@@ -100,3 +100,93 @@ def test_head_distance_scores_equal_the_models_rotary_attention():
 def test_head_distance_profile_needs_a_rotary_head():
     with pytest.raises(ValueError, match="rotary"):
         ap.head_distance_profile({"Q": np.zeros((3, 4))}, 0, 8)
+
+
+# ---- the RoPE tab of the Positional-encoding lab (AppTest through app.py) ------------------------------------------
+def _rope_tab(model: str, lang: str):
+    from pathlib import Path
+
+    from apptest_support import assert_ok
+    from streamlit.testing.v1 import AppTest
+
+    from i18n import t
+    from ui.pages import page_file
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=240)
+    at.session_state["model"] = model
+    at.session_state["lang"] = lang
+    at.session_state["pe_tab"] = t("pe.tab.rope", lang)
+    at.switch_page(page_file("positional"))
+    at.run()
+    assert_ok(at)
+    return at
+
+
+def _figs(at) -> list[dict]:
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rope_tab_on_minilm_uses_smollm2_defaults_and_offers_the_switch(lang):
+    from apptest_support import assert_ok
+
+    from i18n import t
+
+    at = _rope_tab("minilm-l6", lang)
+    assert at.number_input(key="rope_theta").value == 100000.0 and at.number_input(key="rope_k").value == 64
+    assert any(t("rope.source.defaults", lang, model="minilm-l6") == c.value for c in at.caption)
+    assert any(t("rope.need_rotary", lang, model="minilm-l6") == i.value for i in at.info)
+    figs = _figs(at)
+    assert len(figs) == 2  # frequencies and the relative-only demonstration; no model head
+    freq = figs[0]["data"]
+    assert len(freq[0]["x"]) == 32 and freq[0]["y"][0] == pytest.approx(1.0)
+    assert freq[1]["y"][1] == pytest.approx(10000 ** (-2 / 64))  # the sinusoidal table's pair 1 at d = 64
+    rel = figs[1]["data"]
+    assert len(rel) == 4 and all(np.allclose(r["y"], rel[0]["y"], atol=1e-6) for r in rel)  # curves coincide
+    # θ and k controls change the figures
+    at.number_input(key="rope_theta").set_value(10000.0)
+    at.number_input(key="rope_k").set_value(16)
+    at.run()
+    assert_ok(at)
+    freq = _figs(at)[0]["data"]
+    assert len(freq[0]["x"]) == 8 and np.allclose(freq[0]["y"], freq[1]["y"])  # base 10000, k = d: the same
+    # the switch moves the sidebar to the rotary model, and the controls follow its θ and k
+    at.button(key="rope_switch").click().run()
+    assert_ok(at)
+    assert at.session_state["model"] == "smollm2-135m" and at.number_input(key="rope_theta").value == 100000.0
+    assert at.number_input(key="rope_k").value == 64 and len(_figs(at)) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rope_tab_on_smollm2_shows_a_real_head_through_its_own_scores(lang):
+    import re
+
+    from apptest_support import assert_ok
+
+    from i18n import t
+
+    at = _rope_tab("smollm2-135m", lang)
+    assert any(t("rope.source.model", lang, model="smollm2-135m", theta=100000.0, k=64) == c.value
+               for c in at.caption)
+    figs = _figs(at)
+    assert len(figs) == 3
+    head = figs[2]
+    assert t("rope.fig.model", lang, model="smollm2-135m", layer=0, head=0, query="", theta=100000.0,
+             k=64).split(":")[0] in head["layout"]["title"]["text"]
+    mean, *keys, model = head["data"]
+    assert len(mean["x"]) == 257 and 1 <= len(keys) <= 5 and model["mode"] == "markers"
+    caption = next(c.value for c in at.caption if "x W_Q" in c.value)
+    check = float(re.findall(r"([0-9.]+e[-+][0-9]+)", caption)[-1])
+    assert check < 1e-3  # the curves pass through the model's own scaled scores
+    first = head["data"][0]["y"]
+    at.selectbox(key="layer").set_value(3).run()
+    at.selectbox(key="head").set_value(5).run()
+    assert_ok(at)
+    title = _figs(at)[2]["layout"]["title"]["text"]
+    assert t("rope.fig.model", lang, model="smollm2-135m", layer=3, head=5, query="", theta=100000.0,
+             k=64).split(":")[0] in title
+    assert not np.allclose(_figs(at)[2]["data"][0]["y"], first)  # another head, another distance pattern

@@ -128,8 +128,10 @@ def head_distance_scores(q_proj: np.ndarray, k_proj: np.ndarray, theta: float, m
 def head_distance_profile(steps: dict, token: int, max_distance: int) -> dict:
     """From one rotary head's stages (analysis.stages.attention_steps: "Q_proj", "K_proj", "rope_theta", "scaled",
     "mask"): query row `token`'s projection against every key's, at every distance 0..max_distance
-    (`head_distance_scores`), with the mean over the keys the query may attend, each key's real distance
-    token - j and the model's own scaled score there, and the largest gap between the two ("check")."""
+    (`head_distance_scores`), with the mean over all the sentence's keys (a key after the query, masked in the
+    sentence, is placed before it here like every other: the head's distance pattern), each key's real distance
+    token - j and the model's own scaled score there (keys it may attend), and the largest gap between the two
+    ("check")."""
     if "Q_proj" not in steps:
         raise ValueError("this head has no rotary positions (no Q_proj / K_proj in its stages)")
     n = steps["Q_proj"].shape[0]
@@ -143,6 +145,6 @@ def head_distance_profile(steps: dict, token: int, max_distance: int) -> dict:
     model = np.asarray(steps["scaled"][token], dtype=np.float64)  # (m,)
     at_real = scores[np.flatnonzero(shown), real[shown]]
     check = float(np.abs(at_real - model[shown]).max()) if shown.any() else 0.0
-    return freeze({"scores": scores, "mean": scores[allowed].mean(0) if allowed.any() else scores.mean(0),
+    return freeze({"scores": scores, "mean": scores.mean(0),
                    "distance": np.arange(max_distance + 1), "real": real, "model": model, "shown": shown,
                    "theta": theta, "k": int(steps["Q_proj"].shape[1]), "check": check})

@@ -172,7 +172,7 @@ def rope_frequency_figure(rope: np.ndarray, sinus: np.ndarray, *, theta: float, 
                              line=dict(color=colour, width=3 if i == 0 else 2, dash="solid" if i == 0 else "dash"),
                              marker=dict(size=4), hovertemplate=hover))
         layout["xaxis" + xa[1:]]["title"] = {"text": t("rope.axis.pair", lang)}
-        layout["yaxis" + ya[1:]].update(type="log", title={"text": t(f"rope.axis.{'freq' if c == 1 else 'wave'}",
+        layout["yaxis" + ya[1:]].update(type="log", exponentformat="power", title={"text": t(f"rope.axis.{'freq' if c == 1 else 'wave'}",
                                                                       lang)})
     layout.update(base_layout(lecture, 420, t("rope.fig.freq", lang, theta=theta, k=k)))
     layout["legend"] = {"orientation": "h", "y": -0.25}
@@ -196,7 +196,7 @@ def relative_scores_figure(r: dict, *, lecture: bool = False, lang: str = "en") 
 def head_distance_figure(p: dict, tokens: list[str], query: str, *, title: str, top: int = 5, lecture: bool = False,
                          lang: str = "en") -> go.Figure:
     """One rotary head: the query's projection turned to every distance against each key's projection. The mean
-    over the keys it may attend (thick), the `top` keys it weighs most at their real distance (thin), and the model's
+    over the sentence's keys (thick), the `top` keys it weighs most at their real distance (thin), and the model's
     own scaled scores at the keys' real distances (markers: the curves pass through them)."""
     labels = axis_labels(tokens)
     shown = np.flatnonzero(p["shown"])

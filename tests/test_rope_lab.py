@@ -182,6 +182,13 @@ def test_rope_tab_on_smollm2_shows_a_real_head_through_its_own_scores(lang):
     caption = next(c.value for c in at.caption if "x W_Q" in c.value)
     check = float(re.findall(r"([0-9.]+e[-+][0-9]+)", caption)[-1])
     assert check < 1e-3  # the curves pass through the model's own scaled scores
+    for key in ("rope_freq-export", "rope_rel-export", "rope_head-export"):  # each chart's PNG and CSV export
+        at.session_state[f"{key}-popover"] = True
+        at.run()
+        for fmt in ("png", "csv"):
+            at.radio(key=f"{key}-fmt").set_value(fmt).run()
+            assert_ok(at)
+            assert any(b.proto.label == t("export.download", lang, fmt=fmt.upper()) for b in at.get("download_button"))
     first = head["data"][0]["y"]
     at.selectbox(key="layer").set_value(3).run()
     at.selectbox(key="head").set_value(5).run()
@@ -190,3 +197,21 @@ def test_rope_tab_on_smollm2_shows_a_real_head_through_its_own_scores(lang):
     assert t("rope.fig.model", lang, model="smollm2-135m", layer=3, head=5, query="", theta=100000.0,
              k=64).split(":")[0] in title
     assert not np.allclose(_figs(at)[2]["data"][0]["y"], first)  # another head, another distance pattern
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rope_figures_and_their_export_twins(lang):
+    import io
+
+    from viz import positional as vp
+
+    rope, sinus = ap.rope_frequencies(1e5, 64), ap.sinusoidal_frequencies(64)
+    fig = vp.rope_frequency_figure(rope, sinus, theta=1e5, lecture=True, lang=lang)
+    assert fig.layout.yaxis.type == "log" and len(fig.data) == 4  # two series on two panels
+    r = ap.relative_scores(*ap.rope_test_vectors(64), 1e5, (0, 100), 64)
+    assert len(vp.relative_scores_figure(r, lang=lang).data) == 2
+    twin = vp.lines_figure(r["distance"], {"a": r["scores"][0], "b": r["scores"][1]}, title="q·k", xlabel="m − n",
+                           ylabel="q·k", markers=("model", [1, 2], [0.5, 0.1]), lang=lang)
+    buf = io.BytesIO()
+    twin.savefig(buf, format="png")
+    assert buf.getvalue()[:4] == b"\x89PNG"

@@ -205,7 +205,12 @@ def rope_section(view: View) -> None:
     table = np.stack([rope, ap.wavelengths(rope), sinus, ap.wavelengths(sinus)], 1)
     chart(vp.rope_frequency_figure(rope, sinus, theta=theta, lecture=lecture, lang=lg), "rope_freq",
           Export(table, [str(j) for j in range(len(rope))], ["rope_angle", "rope_wavelength", "sinusoidal_angle",
-                                                              "sinusoidal_wavelength"], filename="rope-frequencies"))
+                                                              "sinusoidal_wavelength"], filename="rope-frequencies",
+                 make_figure=lambda: vp.lines_figure(
+                     np.arange(len(rope)), {t("rope.trace.rope", lg, theta=theta, k=k): rope,
+                                            t("rope.trace.sinusoidal", lg, d=k): sinus},
+                     title=t("rope.fig.freq", lg, theta=theta, k=k), xlabel=t("rope.axis.pair", lg),
+                     ylabel=t("rope.axis.freq", lg), logy=True, lang=lg)))
     st.caption(t("rope.freq_caption", lg, slowest=float(ap.wavelengths(rope)[-1])))
 
     st.subheader(t("rope.rel_title", lg))
@@ -215,7 +220,11 @@ def rope_section(view: View) -> None:
     r = ap.relative_scores(*ap.rope_test_vectors(k, kind), theta, ROPE_OFFSETS, distance)
     chart(vp.relative_scores_figure(r, lecture=lecture, lang=lg), "rope_rel",
           Export(r["scores"].T, [str(d) for d in r["distance"]], [f"n={n}" for n in ROPE_OFFSETS],
-                 filename="rope-relative-scores"))
+                 filename="rope-relative-scores",
+                 make_figure=lambda: vp.lines_figure(
+                     r["distance"], {t("rope.trace.offset", lg, n=n): y for n, y in zip(ROPE_OFFSETS, r["scores"])},
+                     title=t("rope.fig.relative", lg, diff=r["max_diff"]), xlabel=t("rope.axis.distance", lg),
+                     ylabel=t("rope.axis.score", lg), lang=lg)))
     st.caption(t("rope.rel_caption", lg, offsets=", ".join(map(str, ROPE_OFFSETS)), diff=r["max_diff"]))
 
     st.subheader(t("rope.model_title", lg))
@@ -247,6 +256,12 @@ def rope_model_section(view: View, distance: int) -> None:
               theta=p["theta"], k=p["k"])
     chart(vp.head_distance_figure(p, keys, query, title=title, top=ROPE_TOP_KEYS, lecture=view.lecture, lang=lg),
           "rope_head", Export(p["scores"], list(keys), [str(d) for d in p["distance"]],
-                              filename=f"{view.model_name}-rope-L{view.layer}-H{view.head}"))
+                              filename=f"{view.model_name}-rope-L{view.layer}-H{view.head}",
+                              make_figure=lambda: vp.lines_figure(
+                                  p["distance"], {t("rope.trace.mean", lg): p["mean"]}, title=title,
+                                  xlabel=t("rope.axis.distance_query", lg, query=query),
+                                  ylabel=t("rope.axis.scaled", lg), lang=lg,
+                                  markers=(t("rope.trace.model", lg), p["real"][p["shown"]],
+                                           p["model"][p["shown"]]))))
     st.caption(t("rope.model_caption", lg, query=query, top=min(ROPE_TOP_KEYS, int(p["shown"].sum())),
                  check=p["check"]))

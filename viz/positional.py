@@ -218,3 +218,27 @@ def head_distance_figure(p: dict, tokens: list[str], query: str, *, title: str, 
     layout.update(xaxis=dict(title=dict(text=t("rope.axis.distance_query", lang, query=esc(query))), rangemode="tozero"),
                   yaxis=dict(title=dict(text=t("rope.axis.scaled", lang))), legend={"orientation": "h", "y": -0.25})
     return figure(data, layout)
+
+
+def lines_figure(x, series: dict[str, np.ndarray], *, title: str, xlabel: str, ylabel: str, logy: bool = False,
+                 markers: tuple | None = None, lang: str = "en"):
+    """Matplotlib twin of the RoPE tab's line charts, for PNG / SVG / PDF export: one line per named series over
+    `x` (a log y axis for frequencies and wavelengths), and optional (name, xs, ys) points drawn as crosses."""
+    from viz.export import font_family, pyplot
+
+    plt = pyplot()
+    plt.rcParams["font.family"] = font_family()
+    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=150)
+    for i, (name, y) in enumerate(series.items()):
+        ax.plot(x, y, label=name, linewidth=3 if i == 0 else 1.8, linestyle=("-", "--", ":", "-.")[i % 4])
+    if markers is not None:
+        name, xs, ys = markers
+        ax.scatter(xs, ys, marker="x", s=60, color="#d62728", label=name, zorder=5)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel, fontsize=SLIDE_FONT["label"])
+    ax.set_ylabel(ylabel, fontsize=SLIDE_FONT["label"])
+    ax.legend(fontsize=SLIDE_FONT["token"], ncols=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.set_title(title, fontsize=SLIDE_FONT["title"])
+    fig.tight_layout()
+    return fig

@@ -1,6 +1,7 @@
 """Positional-encoding lab: the sinusoidal table (Vaswani et al. 2017, 3.5), its curves and position similarity,
 X / PE / X + PE of the typed sentence, and a model's learned positions beside the fixed ones (any model whose config
-has learned positions; a rotary model is told apart above the tabs). Three lazy tabs (only the
+has learned positions; a rotary model is told apart above the tabs), and RoPE beside the sinusoidal table (its
+frequencies, why q·k depends only on m − n, a rotary head's score by distance). Four lazy tabs (only the
 open one is built and sent); sections: ui/pe_lab.py. Text: i18n "pe.*" (the sidebar's language)."""
 
 import streamlit as st
@@ -24,7 +25,7 @@ def your_sentence(view) -> None:
         pe_lab.sentence_parts(view)
 
 
-for tab, draw in zip(tabs, (pe_lab.pe_table_section, your_sentence, pe_lab.learned_vs_fixed)):
+for tab, draw in zip(tabs, (pe_lab.pe_table_section, your_sentence, pe_lab.learned_vs_fixed, pe_lab.rope_section)):
     if tab.open:
         with tab:
             draw(view)

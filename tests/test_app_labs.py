@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from ui.pages import page_file
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PE_TABS = ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
+PE_TABS = ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed", "RoPE: rotary positions"]
 STEP_TABS = ["1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",
              "5 · Concat and W_O"]
 MASK_TABS = ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
@@ -40,7 +40,7 @@ def _page(page: str, **state) -> AppTest:
 
 
 
-@pytest.mark.parametrize("page,n_charts", [(page_file("positional"), 8), (page_file("masks"), 11),
+@pytest.mark.parametrize("page,n_charts", [(page_file("positional"), 10), (page_file("masks"), 11),
                                            (page_file("steps"), 14)])
 def test_default_sentence(page, n_charts):
     at = _page(page)

@@ -63,7 +63,8 @@ def test_korean_page_has_no_english_only_text(case):
 
 
 def test_english_tab_labels_unchanged():
-    assert pe_lab.PE_TABS == ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed"]
+    assert pe_lab.PE_TABS == ["Sinusoidal table", "Your sentence: X, PE and X + PE", "Learned vs fixed",
+                             "RoPE: rotary positions"]
     assert mask_lab.MASK_TABS == ["Padding mask on a batch", "Look-ahead mask and the combined decoder mask"]
     assert [t(f"steps.tab.{n}") for n in step_tabs("encoder", False)][:5] == [
         "1 · X", "2 · W_Q, W_K, W_V and Q, K, V", "3 · QKᵀ, ÷√d_k, mask", "4 · Softmax and Z = A V",

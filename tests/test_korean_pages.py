@@ -228,6 +228,8 @@ CASES = {
     "deck": (page_file("deck"), {}, _deck),
     "explorer-seq2seq": (page_file("explorer"), {"model": "seq2seq-tiny"}, _explorer_seq2seq),
     "positional": (page_file("positional"), {}, lambda at: _tab_walk(at, "pe_tab", pe_lab.PE_TAB_KEYS)),
+    "positional-rope": (page_file("positional"), {"model": "smollm2-135m"},
+                        lambda at: _tab_walk(at, "pe_tab", ["pe.tab.rope"])),
     "masks": (page_file("masks"), {}, lambda at: _tab_walk(at, "mask_tab", mask_lab.MASK_TAB_KEYS)),
     "steps": (page_file("steps"), {}, lambda at: _tab_walk(at, "steps_tab", [f"steps.tab.{n}" for n in
                                                                               step_tabs("encoder", False)])),

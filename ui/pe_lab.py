@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
-from analysis.positional import MAX_D_MODEL, MAX_POSITIONS
+from analysis import positional as ap
+from analysis.positional import MAX_D_MODEL, MAX_POSITIONS, MAX_ROPE_K, ROPE_DEFAULTS
 from i18n import error_message, t
 from model.errors import HeadlightError
 from viz import positional as vp
@@ -13,10 +15,11 @@ from viz.heatmap import pooling_note
 from . import readable, runs, store
 from . import state as s
 from .labs import lazy_tabs, set_state
+from .state import K_MODEL
 from .view import View
 from .widgets import Export, chart
 
-PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned"]  # catalogue keys of the lab's lazy tabs
+PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned", "pe.tab.rope"]  # catalogue keys of the lab's lazy tabs
 PE_TABS = [t(k) for k in PE_TAB_KEYS]  # English labels (tests open tabs by these)
 
 
@@ -162,3 +165,103 @@ def learned_vs_fixed(view: View) -> None:
                   f"cmp_sim_{kind}", pe_export(sim, t("pe.export.cmp_sim", lg, name=label), t("pe.axis.position", lg),
                                                lg, filename=t("pe.export.cmp_sim", "en", name=en)))
     st.caption(t("pe.learned_caption", lg, model=name, n=n, last=n - 1) + (pooling_note((n, n), 256, lg) or ""))
+
+
+# ---- RoPE: rotary positions beside the sinusoidal table -------------------------------------------------------------
+ROPE_OFFSETS = (0, 100, 1000, 5000)  # absolute positions of the key in the relative-only demonstration
+ROPE_TOP_KEYS = 5
+
+
+def rope_settings(view: View) -> tuple[float, int]:
+    """θ and k: the sidebar's model's when it is rotary (again whenever the sidebar changes model), else SmolLM2's;
+    the user may change both."""
+    lg, ss = view.lang, st.session_state
+    config = getattr(view.model, "config", None)
+    rotary = store.positional_kind(view.model_name) == "rotary" and config is not None
+    theta0, k0 = (float(config.rope_theta), int(config.d_k)) if rotary else ROPE_DEFAULTS
+    if ss.get("_rope_sidebar") != view.model_name or "rope_theta" not in ss or "rope_k" not in ss:
+        ss["_rope_sidebar"], ss["rope_theta"], ss["rope_k"] = view.model_name, theta0, k0
+    key = "rope.source.model" if rotary else "rope.source.defaults"
+    st.caption(t(key, lg, model=view.model_name, theta=theta0, k=k0))
+    c1, c2, c3 = st.columns(3)
+    theta = c1.number_input(t("rope.theta", lg), min_value=2.0, max_value=1e9, step=10000.0, format="%g",
+                            key="rope_theta", help=t("rope.theta_help", lg), persist_state="session")
+    k = c2.number_input(t("rope.k", lg), min_value=2, max_value=MAX_ROPE_K, step=2, key="rope_k",
+                        help=t("rope.k_help", lg), persist_state="session")
+    c3.slider(t("rope.distance", lg), 16, 2048, 256, step=16, key="rope_dist", persist_state="session")
+    return float(theta), int(k) // 2 * 2 or 2
+
+
+def rope_section(view: View) -> None:
+    """RoPE for every model: the frequency of each pair beside the sinusoidal table's, the relative-only score of a
+    fixed q and k, and (a rotary sidebar model with a sentence) one real head's score by distance."""
+    lg, lecture = view.lang, view.lecture
+    st.markdown(t("rope.intro", lg))
+    theta, k = rope_settings(view)
+    distance = int(st.session_state.get("rope_dist", 256))
+
+    st.subheader(t("rope.freq_title", lg))
+    rope, sinus = ap.rope_frequencies(theta, k), ap.sinusoidal_frequencies(k)
+    table = np.stack([rope, ap.wavelengths(rope), sinus, ap.wavelengths(sinus)], 1)
+    chart(vp.rope_frequency_figure(rope, sinus, theta=theta, lecture=lecture, lang=lg), "rope_freq",
+          Export(table, [str(j) for j in range(len(rope))], ["rope_angle", "rope_wavelength", "sinusoidal_angle",
+                                                              "sinusoidal_wavelength"], filename="rope-frequencies",
+                 make_figure=lambda: vp.lines_figure(
+                     np.arange(len(rope)), {t("rope.trace.rope", lg, theta=theta, k=k): rope,
+                                            t("rope.trace.sinusoidal", lg, d=k): sinus},
+                     title=t("rope.fig.freq", lg, theta=theta, k=k), xlabel=t("rope.axis.pair", lg),
+                     ylabel=t("rope.axis.freq", lg), logy=True, lang=lg)))
+    st.caption(t("rope.freq_caption", lg, slowest=float(ap.wavelengths(rope)[-1])))
+
+    st.subheader(t("rope.rel_title", lg))
+    st.latex(r"(R_{m}\,q)^{\top}(R_{n}\,k) = q^{\top} R_{m}^{\top} R_{n}\, k = q^{\top} R_{n-m}\, k")
+    kind = st.radio(t("rope.vectors", lg), ["random", "constant"], key="rope_vectors", horizontal=True,
+                    format_func=lambda v: t(f"rope.vectors.{v}", lg), persist_state="session")
+    r = ap.relative_scores(*ap.rope_test_vectors(k, kind), theta, ROPE_OFFSETS, distance)
+    chart(vp.relative_scores_figure(r, lecture=lecture, lang=lg), "rope_rel",
+          Export(r["scores"].T, [str(d) for d in r["distance"]], [f"n={n}" for n in ROPE_OFFSETS],
+                 filename="rope-relative-scores",
+                 make_figure=lambda: vp.lines_figure(
+                     r["distance"], {t("rope.trace.offset", lg, n=n): y for n, y in zip(ROPE_OFFSETS, r["scores"])},
+                     title=t("rope.fig.relative", lg, diff=r["max_diff"]), xlabel=t("rope.axis.distance", lg),
+                     ylabel=t("rope.axis.score", lg), lang=lg)))
+    st.caption(t("rope.rel_caption", lg, offsets=", ".join(map(str, ROPE_OFFSETS)), diff=r["max_diff"]))
+
+    st.subheader(t("rope.model_title", lg))
+    rope_model_section(view, distance)
+
+
+def rope_model_section(view: View, distance: int) -> None:
+    """The sidebar's head (layer, head, query token) of a rotary model on the sentence, by distance."""
+    lg = view.lang
+    if store.positional_kind(view.model_name) != "rotary":
+        st.info(t("rope.need_rotary", lg, model=view.model_name))
+        rotary = [n for n in s.available_models() if store.positional_kind(n) == "rotary"]
+        if rotary:
+            st.button(t("rope.switch", lg, model=rotary[0]), key="rope_switch", on_click=set_state,
+                      args=({K_MODEL: rotary[0]},))
+        return
+    if view.trace is None:
+        st.info(t("pe.need_text", lg))
+        return
+    try:
+        steps = runs.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)
+        p = ap.head_distance_profile(steps, view.token, distance)
+    except (HeadlightError, ValueError) as exc:
+        st.info(error_message(exc, lg) if isinstance(exc, HeadlightError) else str(exc))
+        return
+    queries, keys = view.trace.axis_tokens(view.block)
+    query = queries[view.token]
+    title = t("rope.fig.model", lg, model=view.model_name, layer=view.layer, head=view.head, query=query,
+              theta=p["theta"], k=p["k"])
+    chart(vp.head_distance_figure(p, keys, query, title=title, top=ROPE_TOP_KEYS, lecture=view.lecture, lang=lg),
+          "rope_head", Export(p["scores"], list(keys), [str(d) for d in p["distance"]],
+                              filename=f"{view.model_name}-rope-L{view.layer}-H{view.head}",
+                              make_figure=lambda: vp.lines_figure(
+                                  p["distance"], {t("rope.trace.mean", lg): p["mean"]}, title=title,
+                                  xlabel=t("rope.axis.distance_query", lg, query=query),
+                                  ylabel=t("rope.axis.scaled", lg), lang=lg,
+                                  markers=(t("rope.trace.model", lg), p["real"][p["shown"]],
+                                           p["model"][p["shown"]]))))
+    st.caption(t("rope.model_caption", lg, query=query, top=min(ROPE_TOP_KEYS, int(p["shown"].sum())),
+                 check=p["check"]))

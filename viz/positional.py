@@ -149,3 +149,96 @@ def triptych_figure(parts: dict[str, np.ndarray], tokens: list[str], *, labels: 
     fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
     fig.suptitle(title + (f"\n“{short_label(subtitle, 90)}”" if subtitle else ""), fontsize=SLIDE_FONT["title"])
     return fig
+
+
+# ---- rotary positions (RoPE) ----------------------------------------------------------------------------------------
+OFFSET_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+
+
+def rope_frequency_figure(rope: np.ndarray, sinus: np.ndarray, *, theta: float, lecture: bool = False,
+                          lang: str = "en") -> go.Figure:
+    """The angle per position of each pair j (left, log scale) and its wavelength in tokens 2 pi / omega (right):
+    RoPE's theta^(-2j/k) beside the sinusoidal table's 1 / 10000^(2i/d) for the same number of pairs."""
+    k = 2 * len(rope)
+    layout = subplot_grid(1, 2, [t("rope.fig.freq_sub", lang), t("rope.fig.wave_sub", lang)], horizontal_spacing=0.1)
+    data = []
+    names = (t("rope.trace.rope", lang, theta=theta, k=k), t("rope.trace.sinusoidal", lang, d=k))
+    hover = (esc(t("rope.axis.pair", lang)) + " %{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>")
+    for c, values in enumerate((lambda f: f, lambda f: 2 * np.pi / f), start=1):
+        xa, ya = subplot_axes(1, c, 2)
+        for i, (freqs, name, colour) in enumerate(zip((rope, sinus), names, ("#d62728", "#1f77b4"))):
+            data.append(dict(type="scatter", x=list(range(len(freqs))), y=values(np.asarray(freqs)).tolist(), mode="lines+markers",
+                             name=name, legendgroup=name, showlegend=c == 1, xaxis=xa, yaxis=ya,
+                             line=dict(color=colour, width=3 if i == 0 else 2, dash="solid" if i == 0 else "dash"),
+                             marker=dict(size=4), hovertemplate=hover))
+        layout["xaxis" + xa[1:]]["title"] = {"text": t("rope.axis.pair", lang)}
+        layout["yaxis" + ya[1:]].update(type="log", exponentformat="power", title={"text": t(f"rope.axis.{'freq' if c == 1 else 'wave'}",
+                                                                      lang)})
+    layout.update(base_layout(lecture, 420, t("rope.fig.freq", lang, theta=theta, k=k)))
+    layout["legend"] = {"orientation": "h", "y": -0.25}
+    return figure(data, layout)
+
+
+def relative_scores_figure(r: dict, *, lecture: bool = False, lang: str = "en") -> go.Figure:
+    """q·k against the distance m - n, one curve per absolute position n of the key: they lie on top of each other."""
+    data = []
+    for i, (n, scores) in enumerate(zip(r["offsets"], r["scores"])):
+        data.append(dict(type="scatter", x=r["distance"].tolist(), y=scores.tolist(), mode="lines",
+                         name=t("rope.trace.offset", lang, n=int(n)),
+                         line=dict(width=max(1.5, 6 - 1.5 * i), dash=OFFSET_DASHES[i % len(OFFSET_DASHES)]),
+                         hovertemplate="m − n = %{x}<br>q·k = %{y:.6f}<extra>%{fullData.name}</extra>"))
+    layout = base_layout(lecture, 400, t("rope.fig.relative", lang, diff=r["max_diff"]))
+    layout.update(xaxis=dict(title=dict(text=t("rope.axis.distance", lang))),
+                  yaxis=dict(title=dict(text=t("rope.axis.score", lang))), legend={"orientation": "h", "y": -0.25})
+    return figure(data, layout)
+
+
+def head_distance_figure(p: dict, tokens: list[str], query: str, *, title: str, top: int = 5, lecture: bool = False,
+                         lang: str = "en") -> go.Figure:
+    """One rotary head: the query's projection turned to every distance against each key's projection. The mean
+    over the sentence's keys (thick), the `top` keys it weighs most at their real distance (thin), and the model's
+    own scaled scores at the keys' real distances (markers: the curves pass through them)."""
+    labels = axis_labels(tokens)
+    shown = np.flatnonzero(p["shown"])
+    best = shown[np.argsort(-p["model"][shown])][:top]  # the keys with the highest real scores
+    data = [dict(type="scatter", x=p["distance"].tolist(), y=p["mean"].tolist(), mode="lines", name=t("rope.trace.mean", lang),
+                 line=dict(width=4, color="#222222"),
+                 hovertemplate=esc(t("rope.axis.distance", lang)) + " %{x}<br>%{y:.3f}<extra>%{fullData.name}</extra>")]
+    for j in best:
+        data.append(dict(type="scatter", x=p["distance"].tolist(), y=p["scores"][j].tolist(), mode="lines", line=dict(width=1.5),
+                         name=t("rope.trace.key", lang, key=labels[j], j=int(j)),
+                         hovertemplate=esc(t("rope.axis.distance", lang)) + " %{x}<br>%{y:.3f}<extra>%{fullData.name}"
+                                       "</extra>"))
+    data.append(dict(type="scatter", x=p["real"][shown].tolist(), y=p["model"][shown].tolist(), mode="markers",
+                     name=t("rope.trace.model", lang), marker=dict(size=9, symbol="x", color="#d62728"),
+                     customdata=[labels[j] for j in shown],
+                     hovertemplate="%{customdata}<br>" + esc(t("rope.axis.distance", lang)) + " %{x}<br>%{y:.3f}"
+                                   "<extra></extra>"))
+    layout = base_layout(lecture, 440, title)
+    layout.update(xaxis=dict(title=dict(text=t("rope.axis.distance_query", lang, query=esc(query))), rangemode="tozero"),
+                  yaxis=dict(title=dict(text=t("rope.axis.scaled", lang))), legend={"orientation": "h", "y": -0.25})
+    return figure(data, layout)
+
+
+def lines_figure(x, series: dict[str, np.ndarray], *, title: str, xlabel: str, ylabel: str, logy: bool = False,
+                 markers: tuple | None = None, lang: str = "en"):
+    """Matplotlib twin of the RoPE tab's line charts, for PNG / SVG / PDF export: one line per named series over
+    `x` (a log y axis for frequencies and wavelengths), and optional (name, xs, ys) points drawn as crosses."""
+    from viz.export import font_family, pyplot
+
+    plt = pyplot()
+    plt.rcParams["font.family"] = font_family()
+    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=150)
+    for i, (name, y) in enumerate(series.items()):
+        ax.plot(x, y, label=name, linewidth=3 if i == 0 else 1.8, linestyle=("-", "--", ":", "-.")[i % 4])
+    if markers is not None:
+        name, xs, ys = markers
+        ax.scatter(xs, ys, marker="x", s=60, color="#d62728", label=name, zorder=5)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel, fontsize=SLIDE_FONT["label"])
+    ax.set_ylabel(ylabel, fontsize=SLIDE_FONT["label"])
+    ax.legend(fontsize=SLIDE_FONT["token"], ncols=2, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.set_title(title, fontsize=SLIDE_FONT["title"])
+    fig.tight_layout()
+    return fig

@@ -8,7 +8,8 @@
 - flow_bars:            rollout vs attention flow into one token;
 - effect_grid, token_change_bars, before_after_heatmaps, top_k_bars: head surgery;
 - atlas_grid:           the head atlas coloured by top label (categorical), scores on hover;
-- logit_lens_heatmap:   top-k next tokens per decoder layer.
+- logit_lens_heatmap:   top-k next tokens per decoder layer;
+- sink_grid, induction_grid: the first token's share of each head's attention, induction and previous-token scores.
 """
 
 from __future__ import annotations
@@ -273,3 +274,22 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
                                                    answer=esc(lens.answer, 20)))
     layout.update(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
     return figure(data, _fit(layout))
+
+
+# ---- attention sinks and induction heads ---------------------------------------------------------------------------
+def sink_grid(sink, *, chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
+    """Layer x head grid of each head's mean weight on the first token (queries 1 .. N-1), 0 to 1."""
+    first = esc(sink.tokens[0], 20) if sink.tokens else ""
+    return head_grid(sink.scores, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang,
+                     colorbar_title=tr("heads.viz.sink_bar", lang),
+                     title=tr("heads.viz.sink", lang, first=first))
+
+
+def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool = False,
+                   lang: str = "en") -> go.Figure:
+    """Layer x head grid of the induction score (which="induction": the weight on i - R + 1) or the previous-token
+    score (which="previous": on i - 1), on the repeated random sequence, 0 to 1."""
+    grid = ind.induction if which == "induction" else ind.previous
+    return head_grid(grid, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang,
+                     colorbar_title=tr(f"heads.viz.{which}_bar", lang),
+                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat))

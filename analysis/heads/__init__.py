@@ -21,6 +21,7 @@ Notation: L layers, H heads, N source tokens, d d_model, k d_k; heads are counte
   and softmax (post-LN: each layer output is already normalised).
 """
 
+from .circuits import *  # noqa: F403
 from .common import *  # noqa: F403
 from .lens import *  # noqa: F403
 from .norms import *  # noqa: F403

@@ -370,12 +370,10 @@ def circuits(view: View) -> None:
     c2.metric(t("heads.induction.loss_second", lg), f"{ind.loss_second:.2f}",
               delta=f"{ind.loss_second - ind.loss_first:+.2f}", delta_color="inverse")
     chosen = [(view.layer, view.head)]
-    for col, which in zip(st.columns(2), ("induction", "previous")):
+    for which in ("induction", "previous"):  # full width, one under the other: a grid of all layers is wide
         grid = ind.induction if which == "induction" else ind.previous
-        with col:
-            chart(vh.induction_grid(ind, which, chosen=chosen, lecture=view.lecture, lang=lg), f"hl_{which}",
-                  Export(grid, *axes(grid, lg), t(f"heads.{which}.export", lg, r=ind.repeat),
-                         filename=f"{which}-scores"))
-            st.markdown(t(f"heads.{which}.top", lg))
-            st.table(top_table(grid, view))
+        chart(vh.induction_grid(ind, which, chosen=chosen, lecture=view.lecture, lang=lg), f"hl_{which}",
+              Export(grid, *axes(grid, lg), t(f"heads.{which}.export", lg, r=ind.repeat), filename=f"{which}-scores"))
+        st.markdown(t(f"heads.{which}.top", lg))
+        st.table(top_table(grid, view))
     st.caption(t("heads.note.induction", lg))

@@ -225,3 +225,19 @@ def test_cli_writes_smollm2_tokens_ids_and_its_causal_attention(tmp_path):
     assert att.shape == (30, 9, 6, 6)  # layers x query heads (not the 3 key/value heads) x N x N
     np.testing.assert_allclose(att.sum(-1), 1.0, atol=1e-5)
     assert (np.triu(att, 1) == 0).all()  # causal
+
+
+def test_the_explorer_names_smollm2s_heads_with_their_key_value_head():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update({"model": SMOL, "lang": "ko", "head": "4"})
+    at.run()
+    assert_ok(at)
+    assert any("레이어 0 · 헤드 4 (KV 1)" in c for c in charts(at))  # the one head's map
+    from apptest_support import open_tab
+
+    from ui import explorer as ex
+
+    open_tab(at, t("ex.tab.token", "ko"), ex.K_TAB)
+    assert_ok(at)
+    box = at.multiselect(key=f"{ex.K_HEADS}-9")
+    assert box.format_func(4) == "헤드 4 (KV 1)" and box.format_func(8) == "헤드 8 (KV 2)"

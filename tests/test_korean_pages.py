@@ -237,6 +237,10 @@ CASES = {
                       lambda at: _tab_walk(at, "steps_tab", [f"steps.tab.{n}" for n in step_tabs("cross", True)])),
     "seq2seq": (page_file("seq2seq"), {}, _seq2seq),
     "heads": (page_file("heads"), {}, _heads),
+    # a decoder-only model with grouped-query attention: head surgery's heads (with their KV head), the sinks and
+    # induction heads
+    "heads-smollm2": (page_file("heads"), {"model": "smollm2-135m"},
+                      lambda at: _tab_walk(at, uh.K_TAB, ["heads.tab.surgery", "heads.tab.circuits"])),
     "tour": (page_file("tour"), {}, _tour),
 }
 

@@ -25,7 +25,7 @@ from viz.theme import esc
 from . import quiz, runs, widgets
 from .state import safe_callback
 from .view import K_HEAD, K_LAYER, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns
+from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv
 
 TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "One head", "All heads", "Token view", "Head metrics", "Data"
@@ -55,16 +55,19 @@ def options(view: View) -> tuple[str, bool, bool]:
 
 def title(view: View, mode: str) -> str:
     lg = view.lang
-    what = {"head": layer_head(view.layer, view.head, lg), "mean": t("ex.title.mean", lg, layer=view.layer),
+    what = {"head": layer_head(view.layer, view.head, lg, shared_kv(view.model, view.head, view.block)), "mean": t("ex.title.mean", lg, layer=view.layer),
             "rollout": t("ex.title.rollout", lg, layer=view.layer)}[mode]
     block = "" if view.block == "encoder" else f" · {t(f'ex.block.{view.block}', lg)}"
     return f"{view.model_name}{block} · {what}"
 
 
-def head_names(d: Derived, mode: str, lang: str) -> list[str]:
-    """The heads of a Derived view as shown: 'Head 3', 'mean of heads' or 'rollout', in the interface language."""
+def head_names(d: Derived, mode: str, lang: str, model=None, block: str = "encoder") -> list[str]:
+    """The heads of a Derived view as shown: 'Head 3' ('Head 4 (KV 1)' with grouped-query attention: the key/value
+    head it shares), 'mean of heads' or 'rollout', in the interface language."""
     if mode == "head":
-        return [t("ex.head_n", lang, i=h) for h in range(d.n_heads)]
+        kv = [shared_kv(model, h, block) for h in range(d.n_heads)]
+        return [t("ex.head_n", lang, i=h) + ("" if k is None else " " + t("names.kv", lang, kv=k))
+                for h, k in zip(range(d.n_heads), kv)]
     return [t(f"ex.head_name.{mode}", lang)] * d.n_heads
 
 
@@ -184,7 +187,7 @@ def token_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
                   specials=model_specials(view)))
         return
     H = d.att.shape[1]
-    names = head_names(d, mode, lg)
+    names = head_names(d, mode, lg, view.model, view.block)
     c1, c2 = st.columns([3, 1])
     heads = c1.multiselect(t("ex.heads", lg), list(range(H)), default=list(range(H)), key=f"{K_HEADS}-{H}",
                            placeholder=t("widgets.pick_heads_shown", lg), select_all=False,

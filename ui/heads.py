@@ -1,5 +1,5 @@
 """Streamlit side of the Head lab: minimal pairs, head surgery, value-weighted norms and attention flow, the logit
-lens and the head atlas. Numbers come from ui.runs (analysis.heads / flow / atlas, all through the model's own
+lens, the head atlas, and attention sinks and induction heads. Numbers come from ui.runs (analysis.heads / flow / atlas, all through the model's own
 forward), figures from viz/heads.py. The pair, the chosen heads and the tab are in the URL (widgets bound to
 query parameters)."""
 
@@ -20,9 +20,10 @@ from . import runs
 from .readable import MULTILINGUAL
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, table
+from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
 
-TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual"]
+TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual",
+            "heads.tab.circuits"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
 K_TAB = "hl_tab"
 URL = dict(bind="query-params")
@@ -89,12 +90,14 @@ def heads_to_url(chosen: list[str]) -> None:
             del st.query_params[K_HEADS]
 
 
-def head_option_label(option: str, lang: str) -> str:
+def head_option_label(option: str, lang: str, model=None) -> str:
     """How a head option is shown: its one name ("2.6" -> "레이어 2 · 헤드 6", "decoder_self:1.2" -> "디코더 셀프
-    어텐션 · 레이어 1 · 헤드 2" in Korean, i18n.head_name); the value stays as it is."""
+    어텐션 · 레이어 1 · 헤드 2" in Korean, i18n.head_name; "2.4" -> "Layer 2 · Head 4 (KV 1)" on a grouped-query
+    model); the value stays as it is."""
     block, _, lh = option.rpartition(":")
     layer, _, head = lh.partition(".")
-    return head_name(int(layer), int(head), lang, block=block or None)
+    return head_name(int(layer), int(head), lang, block=block or None,
+                     kv=shared_kv(model, int(head), block or "decoder_self"))
 
 
 def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
@@ -155,7 +158,7 @@ def surgery(view: View) -> None:
     options = head_options(view)
     heads_from_url(options)
     chosen = c1.multiselect(t("heads.surgery.heads", lg), options, key=K_HEADS,
-                            format_func=lambda o: head_option_label(o, lg), help=t("heads.surgery.heads_help", lg),
+                            format_func=lambda o: head_option_label(o, lg, view.model), help=t("heads.surgery.heads_help", lg),
                             placeholder=t("widgets.pick_heads", lg), select_all=False)  # no English "Select all"
     heads_to_url(chosen)
     mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key="hl_mode", **URL,
@@ -316,3 +319,61 @@ def atlas(view: View) -> None:
                        key="hl_atlas_csv")
     c2.download_button(t("heads.atlas.json", lg), lambda: json.dumps(at.to_json_dict(), ensure_ascii=False),
                        f"{view.model_name}-head-atlas.json", "application/json", key="hl_atlas_json")
+
+
+K_REPEAT = "hl_repeat"  # the induction sequence's length R (in the URL)
+
+
+def top_table(grid: np.ndarray, view: View, k: int = 5) -> list[dict]:
+    """The k highest heads of a layer x head grid: rank, head (with its shared key/value head), score."""
+    rows = [{"rank": r, "head": layer_head(la, h, view.lang, shared_kv(view.model, h, view.block)),
+             "score": round(v, 3)} for r, (la, h, v) in enumerate(ah.top_heads(grid, k), start=1)]
+    return rename_columns(rows, view.lang)
+
+
+def circuits(view: View) -> None:
+    """Attention sinks on the sidebar's sentence, then (decoder-only models) induction and previous-token heads on a
+    repeated random sequence."""
+    lg = view.lang
+    st.subheader(t("heads.sink.title", lg))
+    try:
+        sink = runs.attention_sink(view.model_name, view.device, view.text)
+    except InputError as exc:
+        input_error(exc, lg)
+    else:
+        st.markdown(t("heads.sink.intro", lg))
+        first = sink.tokens[0]
+        mean = float(np.nanmean(sink.scores))
+        above = int((sink.scores > 0.5).sum())
+        st.markdown(t("heads.sink.summary", lg, first=md_escape(first), mean=mean, above=above,
+                      total=sink.scores.size))
+        chart(vh.sink_grid(sink, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_sink",
+              Export(sink.scores, *axes(sink.scores, lg), t("heads.sink.export", lg), view.text, "attention-sink"))
+        st.table(top_table(sink.scores, view))
+    st.subheader(t("heads.induction.title", lg))
+    if view.model.kind != "decoder":
+        st.info(t("heads.induction.decoder_only", lg))
+        return
+    st.markdown(t("heads.induction.intro", lg))
+    most = max(1, (view.model.config.max_positions - 1) // 2)
+    lo, hi = min(5, most), min(50, most)
+    repeat = int(st.slider(t("heads.induction.repeat", lg), lo, hi, min(40, hi), key=K_REPEAT, **URL))
+    try:
+        ind = runs.induction(view.model_name, view.device, repeat)
+    except InputError as exc:
+        input_error(exc, lg)
+        return
+    st.caption(t("heads.induction.sequence_bos" if ind.offset else "heads.induction.sequence", lg, r=ind.repeat,
+                 n=len(ind.ids)))
+    c1, c2 = st.columns(2)
+    c1.metric(t("heads.induction.loss_first", lg), f"{ind.loss_first:.2f}")
+    c2.metric(t("heads.induction.loss_second", lg), f"{ind.loss_second:.2f}",
+              delta=f"{ind.loss_second - ind.loss_first:+.2f}", delta_color="inverse")
+    chosen = [(view.layer, view.head)]
+    for which in ("induction", "previous"):  # full width, one under the other: a grid of all layers is wide
+        grid = ind.induction if which == "induction" else ind.previous
+        chart(vh.induction_grid(ind, which, chosen=chosen, lecture=view.lecture, lang=lg), f"hl_{which}",
+              Export(grid, *axes(grid, lg), t(f"heads.{which}.export", lg, r=ind.repeat), filename=f"{which}-scores"))
+        st.markdown(t(f"heads.{which}.top", lg))
+        st.table(top_table(grid, view))
+    st.caption(t("heads.note.induction", lg))

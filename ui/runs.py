@@ -233,6 +233,18 @@ def logit_lens(device: str, text: str, task: str | None, step: int, name: str = 
     return heads.logit_lens(get_model(name, device), text, step=step, task=task)
 
 
+@memo
+def attention_sink(name: str, device: str, text: str):
+    """Each head's mean weight on the first token of the sidebar's sentence (analysis.heads.attention_sink)."""
+    return heads.attention_sink(get_trace(name, device, text))
+
+
+@memo(spinner="cache.running_model")
+def induction(name: str, device: str, repeat: int, seed: int = heads.INDUCTION_SEED):
+    """Every head's induction and previous-token scores on `repeat` random ids repeated twice."""
+    return heads.induction(get_model(name, device), repeat, seed)
+
+
 @memo(progress="cache.atlas")  # "Building the head atlas of {name}…"
 def head_atlas(name: str, device: str, progress=None, **kw):
     return atlas.build_atlas(get_model(name, device), progress=progress, **kw)

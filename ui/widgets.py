@@ -15,7 +15,7 @@ import numpy as np
 import streamlit as st
 
 from analysis.metrics import METRICS
-from i18n import DEFAULT_LANG, LANGS, catalogue, head_name, pick_lang, t
+from i18n import DEFAULT_LANG, LANGS, catalogue, head_name, kv_head, pick_lang, t
 from i18n.catalog import normalise
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
@@ -45,9 +45,19 @@ def document_lang(lang: str) -> None:
                     unsafe_allow_javascript=True)
 
 
-def layer_head(layer: int, head: int, lang: str) -> str:
-    """'Layer 3 · Head 1' in the interface language (counted from 0): i18n.head_name, the one name of a head."""
-    return head_name(layer, head, lang)
+def layer_head(layer: int, head: int, lang: str, kv: int | None = None) -> str:
+    """'Layer 3 · Head 1' in the interface language (counted from 0): i18n.head_name, the one name of a head; with
+    `kv` (shared_kv), the key/value head it shares: 'Layer 3 · Head 4 (KV 1)'."""
+    return head_name(layer, head, lang, kv=kv)
+
+
+def shared_kv(model, head: int, block: str = "decoder_self") -> int | None:
+    """The key/value head a query head of `model` shares (grouped-query attention: SmolLM2's 9 query heads share 3),
+    None for a model whose every head has its own and for cross-attention."""
+    cfg = getattr(model, "config", None)
+    if cfg is None or block == "cross":
+        return None
+    return kv_head(head, cfg.n_heads, getattr(cfg, "n_kv_heads", None))
 
 
 def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):

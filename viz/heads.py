@@ -8,7 +8,8 @@
 - flow_bars:            rollout vs attention flow into one token;
 - effect_grid, token_change_bars, before_after_heatmaps, top_k_bars: head surgery;
 - atlas_grid:           the head atlas coloured by top label (categorical), scores on hover;
-- logit_lens_heatmap:   top-k next tokens per decoder layer.
+- logit_lens_heatmap:   top-k next tokens per decoder layer;
+- sink_grid, induction_grid: the first token's share of each head's attention, induction and previous-token scores.
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ def _lh(layer: int, head: int, lang: str) -> str:
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
               zmax: float | None = None, texttemplate: str | None = None, lecture: bool = False,
-              lang: str = "en", width: int | None = None) -> go.Figure:
+              lang: str = "en", width: int | None = None, wide: bool = False) -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
     `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined; `texttemplate` replaces the
-    cells' number format."""
+    cells' number format; `wide`: the layers along x and the heads down y (a deep model's 30 layers fit a screen's
+    width, not its height)."""
     v = np.asarray(values, dtype=np.float32)
     L, H = v.shape
     rows, cols = _head_axes(L, H, lang)
@@ -67,6 +69,16 @@ def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", 
     shapes += [_cell_outline(la, h, HIGHLIGHT) for la, h in (chosen or [])]
     if texttemplate is not None:
         extra["texttemplate"] = texttemplate
+    if wide:
+        if "text" in extra:
+            extra["text"] = [list(r) for r in zip(*extra["text"])]
+        for sh in shapes:  # x is the layer now, y the head
+            sh["x0"], sh["x1"], sh["y0"], sh["y1"] = sh["y0"], sh["y1"], sh["x0"], sh["x1"]
+        return heatmap(v.T, cols, rows, title=title, xlabel=tr("heads.viz.layer", lang),
+                       ylabel=tr("heads.viz.head", lang), colorbar_title=colorbar_title, lecture=lecture, lang=lang,
+                       height=max(260, 40 * H + 190), text_auto=v.size <= 144,
+                       hover="%{x} · %{y}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
+                       extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
     return heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
                    colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150),
                    text_auto=v.size <= 144, hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
@@ -271,3 +283,22 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
                                                    answer=esc(lens.answer, 20)))
     layout.update(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
     return figure(data, _fit(layout))
+
+
+# ---- attention sinks and induction heads ---------------------------------------------------------------------------
+def sink_grid(sink, *, chosen=None, lecture: bool = False, lang: str = "en") -> go.Figure:
+    """Layer x head grid (layers along x) of each head's mean weight on the first token (queries 1 .. N-1), 0 to 1."""
+    first = esc(sink.tokens[0], 20) if sink.tokens else ""
+    return head_grid(sink.scores, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
+                     colorbar_title=tr("heads.viz.sink_bar", lang),
+                     title=tr("heads.viz.sink", lang, first=first))
+
+
+def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool = False,
+                   lang: str = "en") -> go.Figure:
+    """Layer x head grid of the induction score (which="induction": the weight on i - R + 1) or the previous-token
+    score (which="previous": on i - 1), on the repeated random sequence, 0 to 1."""
+    grid = ind.induction if which == "induction" else ind.previous
+    return head_grid(grid, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
+                     colorbar_title=tr(f"heads.viz.{which}_bar", lang),
+                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat))

@@ -19,8 +19,11 @@ Notation: L layers, H heads, N source tokens, d d_model, k d_k; heads are counte
   f_h(x) = (x W_V^h + b_V^h) W_O^h, read from the values the forward recorded.
 - Logit lens (seq2seq-tiny): at a decoding step, every decoder layer's output through the final linear layer
   and softmax (post-LN: each layer output is already normalised).
+- Attention sinks and induction heads (circuits.py): each head's mean weight on the first token; on R random ids
+  repeated twice, each head's weight on the token after the earlier copy (induction) and on the previous token.
 """
 
+from .circuits import *  # noqa: F403
 from .common import *  # noqa: F403
 from .lens import *  # noqa: F403
 from .norms import *  # noqa: F403

@@ -2,7 +2,8 @@
 
 A word is unreadable when one of its tokens is the unknown token ([UNK], <unk>) or when the tokenizer took a
 syllabic script apart into its letters: MiniLM's uncased vocabulary decomposes Hangul syllables (NFD) into
-conjoining jamo ("동" -> "ᄃ", "##ᅩ", "##ᆼ"), so every Korean word becomes a row of letter pieces with no meaning.
+conjoining jamo ("동" -> "ᄃ", "##ᅩ", "##ᆼ"), so every Korean word becomes a row of letter pieces with no meaning;
+a byte-level BPE learned on English (SmolLM2, GPT-2) splits Hangul syllables into pieces of their UTF-8 bytes.
 Decided from the trace the page already has: no extra forward, no list of models.
 """
 
@@ -19,6 +20,33 @@ UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
 def _is_jamo(ch: str) -> bool:
     o = ord(ch)
     return 0x1100 <= o <= 0x11FF or 0x3130 <= o <= 0x318F or 0xA960 <= o <= 0xA97F or 0xD7B0 <= o <= 0xD7FF
+
+
+def _byte_decoder() -> dict[str, int]:
+    """Byte-level BPE's printable stand-ins for the 256 bytes (GPT-2's bytes_to_unicode), inverted."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, n = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(keep, chars)}
+
+
+_BYTES = _byte_decoder()
+
+
+def _broken_bytes(token: str) -> bool:
+    """A byte-level token that holds part of a character (SmolLM2 and GPT-2 read Hangul as UTF-8 bytes: "동" is three
+    bytes, often in two tokens, neither of which is a letter)."""
+    if not token or any(c not in _BYTES for c in token):
+        return False  # not a byte-level token (WordPiece, SentencePiece, a special token)
+    try:
+        bytes(_BYTES[c] for c in token).decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def _has_syllables(text: str) -> bool:
@@ -48,11 +76,12 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
     for idx in words.values():
         toks = [trace.source_tokens[i] for i in idx]
         unknown = any(t in UNKNOWN_TOKENS for t in toks)
-        split = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) for t in toks)
+        split = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) or _broken_bytes(t)
+                                  for t in toks)
         if unknown or split:
             n_bad += 1
             if len(bad) < keep:
                 spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
                 start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-                bad.append(trace.text[start:end] if end > start else "".join(toks))
+                bad.append(trace.text[start:end].strip() if end > start else "".join(toks))
     return Readability(len(words), tuple(bad), n_bad)

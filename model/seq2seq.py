@@ -92,10 +92,7 @@ class Seq2SeqTiny(Seq2SeqModel):
     def encode_source(self, text: str, task: str | None = None, **kw) -> Encoded:
         task = check_task(task)
         check_text(text)
-        enc = self.tokenizer.encode(text, add_special_tokens=False)  # (n,) text pieces, truncated
-        if not enc.ids:
-            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
-                             key="no_tokens")
+        enc = self.tokenizer.encode(text, add_special_tokens=False)  # (n,) text pieces, truncated; none: InputError
         ids = source_ids(self.tokenizer, enc.ids, task)
         return Encoded(
             tokens=[TASK_TOKENS[task], *enc.tokens, EOS],

@@ -170,6 +170,9 @@ class TextTokenizer:
         if pair is not None:
             check_text(pair)
         enc = self._tok.encode(text, pair, add_special_tokens=add_special_tokens)
+        if not enc.ids:  # a tokenizer that drops control characters and adds no specials (SmolLM2 on "\x16")
+            raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
+                             key="no_tokens")
         n_untruncated = len(enc.ids) + sum(len(o.ids) for o in enc.overflowing)
         truncated = bool(enc.overflowing)
         if truncated:  # overflow pieces may repeat specials: count precisely, only when needed

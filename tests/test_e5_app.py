@@ -54,6 +54,25 @@ def test_readability_from_the_tokens_each_model_produces():
     assert readability(minilm.trace("naïve café Straße")).n_unreadable == 0  # accents stripped, still read
 
 
+def test_byte_level_models_split_hangul_into_bytes():
+    """SmolLM2 (byte-level BPE learned mostly on English) reads a Hangul syllable as pieces of its UTF-8 bytes:
+    every Korean word is unreadable; English, accents and emoji (whole characters, or no Hangul) are not."""
+    smol = load_model("smollm2-135m", "cpu")
+    r = readability(smol.trace(KO))
+    assert r.n_unreadable == r.n_words > 0 and r.unreadable[0] == "그"  # no leading space from the byte offsets
+    mixed = readability(smol.trace("The 동물 was tired"))
+    assert (mixed.n_unreadable, mixed.unreadable) == (1, ("동물",))
+    assert readability(smol.trace("The animal didn't cross the street because it was tired")).n_unreadable == 0
+    assert readability(smol.trace("naïve café 😀")).n_unreadable == 0
+
+
+def test_korean_on_smollm2_gets_the_notice():
+    at = _app(text=KO, lang="ko", model="smollm2-135m")
+    assert_ok(at)
+    notice = [w.value for w in at.warning if "multilingual-e5-small" in w.value]
+    assert len(notice) == 1 and "smollm2-135m" in notice[0], [w.value for w in at.warning]
+
+
 # --- the notice and the switch ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("lang", ["ko", "en"])

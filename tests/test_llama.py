@@ -211,3 +211,13 @@ def test_gguf_file_as_a_local_model(tiny_gguf, tmp_path):
     assert "cannot be loaded" in spec.label
     with pytest.raises(WeightsError):
         spec.load(CPU)
+
+
+def test_a_text_of_control_characters_has_no_tokens_and_says_so():
+    """SmolLM2's tokenizer drops control characters and adds no specials: "\\x16" is no token at all (hypothesis found
+    it); the message is the one for a text with no tokens, not an empty forward."""
+    from model import InputError, load_model
+
+    with pytest.raises(InputError) as err:
+        load_model("smollm2-135m", "cpu").encode_source("\x16")
+    assert err.value.key == "no_tokens"

@@ -55,7 +55,7 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     last = view.block != "encoder" and not pre_ln and view.layer == view.model.config.n_decoder_layers - 1
     names = vs_steps.step_tabs(view.block, last, pre_ln)
     if pre_ln:
-        st.caption(t("steps.decoder_only", lang))
+        st.caption(t("steps.decoder_only", lang, norm="RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"))
     return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
 
 

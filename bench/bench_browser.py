@@ -580,9 +580,18 @@ def main() -> None:
     ap.add_argument("--gpt2", action="store_true",
                     help="the same scenarios on a GPT-2 of the 124M shape (12 layers x 12 heads, random weights) "
                          "registered from a local folder (writes bench/results_browser_gpt2.md)")
+    ap.add_argument("--model", default=None,
+                    help="the same scenarios on a registered model, e.g. --model smollm2-135m (writes "
+                         "bench/results_browser_<model>.md unless --only is given)")
     args = ap.parse_args()
+    if args.model:
+        EXTRA["model"] = args.model
     if args.only:
         run(args.repeats, only=args.only)
+        return
+    if args.model:
+        res = run(args.repeats)
+        (Path(__file__).parent / f"results_browser_{args.model}.md").write_text(f"?model={args.model}\n\n" + res)
         return
     if not args.gpt2:
         res = run(args.repeats)

@@ -110,4 +110,9 @@ def test_korean_sentence_on_the_pages_that_use_seq2seq_tiny(page, state):
     texts = " ".join([*(m.value for m in at.markdown), *(c.value for c in at.code),
                       *(str(o) for o in at.selectbox(key="token").options)])
     assert "동물" in texts or "##은" in texts
-    assert not [w for w in at.warning if "multilingual" in w.value]
+    warnings = [w.value for w in at.warning if "multilingual" in w.value]
+    if "pe_tab" in state:  # the lab's own learned-positions picker starts on MiniLM, which cannot read Korean: the
+        # notice (with its switch) is about that picker's model, never about seq2seq-tiny
+        assert all("minilm-l6" in w and "seq2seq-tiny" not in w for w in warnings), warnings
+    else:
+        assert not warnings

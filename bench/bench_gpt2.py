@@ -53,6 +53,19 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def interleaved_medians(contenders: dict, runs: int, warmup: int = 2) -> dict[str, float]:
+    """Each callable warmed up `warmup` times, then timed `runs` times in turn (a, b, c, a, b, c, ...): the median
+    seconds of each, by name. Interleaving spreads the machine's slow moments over every contender alike."""
+    for fn in contenders.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(runs):
+        for k, fn in contenders.items():
+            times[k].append(timed(fn))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=128)
@@ -81,14 +94,7 @@ def main() -> None:
             "ours, last position's logits (as trace does)": lambda: ours.module(ids, last_only=True),
             "transformers, logits_to_keep=1": lambda: hf(ids, logits_to_keep=1),
         }
-        for fn in contenders.values():
-            for _ in range(2):
-                fn()
-        times: dict[str, list[float]] = {k: [] for k in contenders}
-        for _ in range(args.runs):
-            for k, fn in contenders.items():
-                times[k].append(timed(fn))
-    med = {k: statistics.median(v) for k, v in times.items()}
+        med = interleaved_medians(contenders, args.runs)
     print(f"GPT-2 124M shape, {args.tokens} tokens, {args.threads} thread(s), median of {args.runs} interleaved runs")
     for k, v in med.items():
         print(f"  {k:45s} {v * 1000:8.1f} ms")

@@ -12,13 +12,12 @@ medians are compared. Ours returns every attention map; transformers is timed ea
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for p in (ROOT, ROOT / "tests"):
+for p in (ROOT, ROOT / "tests", ROOT / "bench"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
@@ -38,6 +37,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    from bench_gpt2 import interleaved_medians
     from gguf_support import reference_from_gguf
 
     from model import load_model
@@ -61,14 +61,7 @@ def main() -> None:
             contenders = {"ours (every attention map)": lambda ids=ids: ours.module(ids),
                           "transformers (eager, output_attentions)": lambda ids=ids: eager(ids, output_attentions=True),
                           "transformers (eager, no maps)": lambda ids=ids: ref(ids)}
-            for fn in contenders.values():
-                for _ in range(2):
-                    fn()
-            times: dict[str, list[float]] = {k: [] for k in contenders}
-            for _ in range(args.runs):
-                for k, fn in contenders.items():
-                    times[k].append(timed(fn))
-        med = {k: statistics.median(v) for k, v in times.items()}
+            med = interleaved_medians(contenders, args.runs)
         print(f"SmolLM2-135M, {n} tokens, {args.threads} thread(s), median of {args.runs} interleaved runs")
         for k, v in med.items():
             print(f"  {k:45s} {v * 1000:8.1f} ms")

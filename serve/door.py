@@ -160,22 +160,24 @@ class DoorMiddleware:
             target = redirect_target(scope.get("path", "/"), scope.get("query_string", b""),
                                      dict(scope.get("headers") or []).get(b"accept", b""))
             if target is not None:
-                await send({"type": "http.response.start", "status": 307,
-                            "headers": [(b"location", target.encode("latin-1")), (b"cache-control", b"no-store"),
-                                        (b"content-length", b"0")]})
-                await send({"type": "http.response.body", "body": b""})
+                await redirect(send, target)
                 return
         await self.app(scope, receive, send)
+
+
+async def redirect(send, target: str) -> None:
+    """A 307 to `target` (a path and query on this site), never cached."""
+    await send({"type": "http.response.start", "status": 307,
+                "headers": [(b"location", target.encode("latin-1")), (b"cache-control", b"no-store"),
+                            (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def short_link(scope, send) -> None:
     """`/s/<id>`: 307 to the stored view, or the unknown-link page (404) in the browser's language."""
     target = short_link_target(scope["path"])
     if target is not None:
-        await send({"type": "http.response.start", "status": 307,
-                    "headers": [(b"location", target.encode("ascii")), (b"cache-control", b"no-store"),
-                                (b"content-length", b"0")]})
-        await send({"type": "http.response.body", "body": b""})
+        await redirect(send, target)
         return
     head = b"".join(k + b": " + v + b"\r\n" for k, v in scope.get("headers") or [])
     body = door_page(404, request_lang(b"GET /?" + scope.get("query_string", b"")[:1024] + b" HTTP/1.1\r\n" + head))

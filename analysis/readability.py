@@ -75,13 +75,15 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
     n_bad = 0
     for idx in words.values():
         toks = [trace.source_tokens[i] for i in idx]
+        spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
+        start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+        word = trace.text[start:end].strip() if end > start else "".join(toks)
         unknown = any(t in UNKNOWN_TOKENS for t in toks)
-        split = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) or _broken_bytes(t)
-                                  for t in toks)
-        if unknown or split:
+        jamo = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) for t in toks)
+        # a Hangul word in byte pieces (an emoji in byte pieces is still read: byte-level models learn them whole)
+        in_bytes = _has_syllables(word) and any(_broken_bytes(t) for t in toks)
+        if unknown or jamo or in_bytes:
             n_bad += 1
             if len(bad) < keep:
-                spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
-                start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-                bad.append(trace.text[start:end].strip() if end > start else "".join(toks))
+                bad.append(word)
     return Readability(len(words), tuple(bad), n_bad)

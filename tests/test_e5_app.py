@@ -64,6 +64,7 @@ def test_byte_level_models_split_hangul_into_bytes():
     assert (mixed.n_unreadable, mixed.unreadable) == (1, ("동물",))
     assert readability(smol.trace("The animal didn't cross the street because it was tired")).n_unreadable == 0
     assert readability(smol.trace("naïve café 😀")).n_unreadable == 0
+    assert readability(smol.trace("세상 😀 hello")).unreadable == ("세상",)  # the emoji beside Korean is still read
 
 
 def test_korean_on_smollm2_gets_the_notice():

@@ -54,8 +54,9 @@ class TransformerConfig:
     positional: Literal["sinusoidal", "learned", "rotary", "none"] = "sinusoidal"  # how positions enter: added to the
     # tokens (sinusoidal, learned), or rotating each head's queries and keys (rotary: RoPE, Su et al. 2021)
     rope_theta: float = 10000.0  # RoPE's base: the pair of dimensions 2i turns by pos / theta^(2i / d_k)
-    sinusoid_layout: Literal["interleaved", "halves"] = "interleaved"  # paper: sin / cos alternate; Marian: all the
-    # sines, then all the cosines
+    sinusoid_layout: Literal["interleaved", "halves", "marian"] = "interleaved"  # paper: sin / cos alternate; halves
+    # (Hugging Face's Marian): all the sines, then all the cosines; marian (Marian C++, Bergamot): halves whose
+    # frequencies run 10000^(-i / (d/2 - 1)) instead of 10000^(-2i / d)
     position_offset: int = 0  # learned table rows before position 0 (BART 2; RoBERTa pad_id + 1)
     positions_skip_pad: bool = False  # RoBERTa: a pad token does not advance the position and reads row pad_id
     type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
@@ -63,6 +64,11 @@ class TransformerConfig:
     scale_embeddings: bool = True  # paper: multiply embeddings by sqrt(d_model)
     share_embeddings: bool = True  # paper: the encoder and the decoder read one token table
     tie_embeddings: bool = True  # paper: the output projection is the (decoder's) token table
+    # ---- the decoder's self-mixing sublayer and its first input
+    decoder_mixer: Literal["attention", "ssru"] = "attention"  # masked self-attention (paper), or an SSRU, a simple
+    # recurrent unit (Kim et al. 2019, "From Research to Production and Back": Marian / Bergamot's fast decoders)
+    decoder_start: Literal["token", "zeros"] = "token"  # the decoder's first input: the start token's embedding, or a
+    # zero vector (Marian C++: position 0 reads no embedding, only its positional encoding)
     # ---- padding
     pad_id: int = 0  # id of the padding token
     mask_pad: Literal["both", "source", "none"] = "both"  # which stacks block every pad id as a key when the caller

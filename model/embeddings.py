@@ -33,9 +33,11 @@ class LearnedPositions(nn.Module):
 
 
 class Embedding(nn.Module):
-    def __init__(self, config: TransformerConfig, token: nn.Module | None = None):
+    def __init__(self, config: TransformerConfig, token: nn.Module | None = None, *, zero_first: bool = False):
+        """zero_first: position 0 reads a zero vector, not its token's embedding (Marian's decoder start)."""
         super().__init__()
         self.config = config
+        self.zero_first = zero_first
         # token: a ready lookup module (ids -> (.., d)) instead of a new float table, e.g. a quantised one
         self.token = token if token is not None else nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "learned":
@@ -67,6 +69,8 @@ class Embedding(nn.Module):
         x = self.token(ids)
         if self.scale != 1.0:
             x = x * self.scale
+        if self.zero_first:  # (b, n, d): the first row is no token's
+            x = torch.cat([torch.zeros_like(x[:, :1]), x[:, 1:]], dim=1)
         parts = {"token": x}
         total = x
         if self.position is not None:

@@ -3,7 +3,8 @@
 Add & Norm, post-LN (Vaswani et al. 2017, 3.1; BERT, BART, Marian):   x = Norm(x + Sublayer(x))
 pre-LN (GPT-2, and the LLMs since):                                   x = x + Sublayer(Norm(x)),  Norm after the stack
 
-A layer's sublayers, in order: self-attention (masked in a decoder), cross-attention (a decoder with an encoder: Q
+A layer's sublayers, in order: self-attention (masked in a decoder; or an SSRU, a simple recurrent unit, where the
+config says so: Marian's fast decoders), cross-attention (a decoder with an encoder: Q
 from the decoder, K and V from the encoder output), the feed-forward net. Sublayer i has norm i (norm1, norm2,
 norm3): after its residual sum (post-LN) or before the sublayer (pre-LN). An encoder and a decoder-only stack are the
 same layer without cross-attention (x-transformers: Encoder and Decoder differ by `causal` and `cross_attend`).
@@ -65,13 +66,54 @@ class FeedForward(nn.Module):
         return self.linear2(hidden)  # (b, n, d)
 
 
+@dataclass
+class SSRUResult:
+    """What an SSRU sublayer returns, in the place of an AttentionResult: it has no attention weights."""
+
+    output: torch.Tensor  # (b, n, d) relu(c)
+    gate: torch.Tensor  # (b, n, d) the forget gate f
+    weights: None = None
+    record: dict | None = None  # on request: z (b, n, d) and c (b, n, d), the memory
+
+
+class SSRU(nn.Module):
+    """The simple recurrent unit Marian's fast decoders use in place of masked self-attention (Kim et al. 2019, "From
+    Research to Production and Back: Ludicrously Fast Neural Machine Translation"):
+
+        z_t = x_t W              (no bias)
+        f_t = sigmoid(x_t W_f + b_f)      the forget gate, per channel
+        c_t = f_t * c_{t-1} + (1 - f_t) * z_t,   c_{-1} = 0
+        out_t = relu(c_t)
+
+    Position t reads only positions <= t (causal by construction, no mask), and nothing of the others but the running
+    memory c: there are no attention weights to draw. The sublayer's residual and norm are the layer's."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.linear = nn.Linear(config.d_model, config.d_model, bias=False)  # W
+        self.forget = nn.Linear(config.d_model, config.d_model)  # W_f, b_f
+
+    def forward(self, x: torch.Tensor, mask=None, *, record: bool = False, ablation=None) -> SSRUResult:
+        """x (b, n, d) -> SSRUResult with output (b, n, d); `mask` and `ablation` do not apply (no heads, causal)."""
+        z = self.linear(x)  # (b, n, d)
+        f = torch.sigmoid(self.forget(x))  # (b, n, d)
+        keep = (1.0 - f) * z  # (b, n, d): what each position writes
+        c = torch.empty_like(z)
+        prev = torch.zeros_like(z[:, 0])  # (b, d)
+        for t in range(x.shape[1]):  # the recurrence, one position at a time
+            prev = f[:, t] * prev + keep[:, t]
+            c[:, t] = prev
+        return SSRUResult(torch.relu(c), f, None, {"z": z, "f": f, "c": c} if record else None)
+
+
 class Layer(nn.Module):
     """One encoder or decoder layer (see the module docstring)."""
 
-    def __init__(self, config: TransformerConfig, *, cross: bool = False):
+    def __init__(self, config: TransformerConfig, *, cross: bool = False, mixer: str = "attention"):
         super().__init__()
         # built in this order (the paper's model draws its random weights in it: paper-base's seeded weights)
-        self.self_attn = MultiHeadAttention(config)  # a decoder's is masked: padding + look-ahead
+        # a decoder's self-attention is masked: padding + look-ahead; an SSRU stands in its place where asked
+        self.self_attn = SSRU(config) if mixer == "ssru" else MultiHeadAttention(config)
         self.norm1 = make_norm(config)
         if cross:
             self.cross_attn = MultiHeadAttention(config, cross=True)  # Q from the decoder, K and V from the encoder
@@ -111,7 +153,7 @@ class Layer(nn.Module):
         abl = ablation or {}
         attn = {}
 
-        def self_attention(inp):
+        def self_attention(inp):  # (or the SSRU)
             attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"))
             return attn["self"].output
 
@@ -135,8 +177,9 @@ class StackOutput:
     hidden: torch.Tensor  # (b, n, d) output of the last layer run
     final: torch.Tensor | None = None  # (b, n, d) what the output reads: the final norm of `hidden` (pre-LN), or it
     mask: torch.Tensor | None = None  # the self-attention mask the stack applied, True = may attend
-    self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, n)
+    self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, n); [] for an SSRU stack
     cross_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, m)
+    forget_gates: list[torch.Tensor] = field(default_factory=list)  # an SSRU stack's, per layer (b, n, d)
     hidden_states: list[torch.Tensor] = field(default_factory=list)  # when recording: L+1 x (b, n, d)
     # when recording: layer -> {"self": AttentionResult (with .record), "cross"?: ..., "layer": sublayer dict}
     records: dict[int, dict] = field(default_factory=dict)
@@ -146,9 +189,9 @@ class Stack(nn.Module):
     """N identical layers (the encoder, or the decoder with or without cross-attention); pre-LN stacks end with a
     final norm."""
 
-    def __init__(self, config: TransformerConfig, n_layers: int, *, cross: bool = False):
+    def __init__(self, config: TransformerConfig, n_layers: int, *, cross: bool = False, mixer: str = "attention"):
         super().__init__()
-        self.layers = nn.ModuleList(Layer(config, cross=cross) for _ in range(n_layers))
+        self.layers = nn.ModuleList(Layer(config, cross=cross, mixer=mixer) for _ in range(n_layers))
         self.final_norm = make_norm(config) if config.norm_placement == "pre" else None
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
@@ -165,7 +208,10 @@ class Stack(nn.Module):
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
             x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i))
-            out.self_attention.append(attn["self"].weights)
+            if attn["self"].weights is not None:
+                out.self_attention.append(attn["self"].weights)
+            else:  # an SSRU: no weights, its forget gate instead
+                out.forget_gates.append(attn["self"].gate)
             if "cross" in attn:
                 out.cross_attention.append(attn["cross"].weights)
             if keep_hidden:

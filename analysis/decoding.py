@@ -33,11 +33,12 @@ class Step:
     """What decoding step t (1-based) saw and produced."""
 
     inputs: list[str]  # (t,) decoder input tokens [<bos>, y_1 .. y_{t-1}]
-    self_attention: np.ndarray  # (L, h, t, t) masked decoder self-attention of those inputs
+    self_attention: np.ndarray | None  # (L, h, t, t) masked decoder self-attention of those inputs (None: an SSRU)
     cross_row: np.ndarray  # (L, h, m) the newest input's cross-attention over the source
-    top_tokens: list[str]  # (TOP_K,) most probable next tokens, best first
+    top_tokens: list[str]  # (TOP_K,) most probable next tokens over the whole vocabulary, best first
     top_probs: np.ndarray  # (TOP_K,)
-    chosen: str  # the token this step emits (greedy: top_tokens[0]; teacher forcing: the correct one)
+    chosen: str  # the token this step emits (greedy: the best the decoder may choose; teacher forcing: the typed one)
+    top_allowed: tuple[bool, ...] | None = None  # (TOP_K,) which of them the shortlist lets it choose (None: no list)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,18 @@ class DecodingRun:
     truncated: bool = False
     n_tokens_untruncated: int = 0
     model: str = ""
+    forget_gates: np.ndarray | None = None  # (L, T, d): an SSRU decoder's forget gates (it has no self-attention)
+    output_text: str = ""  # the output detokenized (a translator's translation)
+    shortlist: bool = False  # the decoder chose within a lexical shortlist
+
+    @property
+    def has_self_attention(self) -> bool:
+        return self.steps[0].self_attention is not None if self.steps else True
+
+    @property
+    def shortlist_removed(self) -> list[int]:
+        """The steps (1-based) whose most probable token over the whole vocabulary the shortlist did not allow."""
+        return [i + 1 for i, s in enumerate(self.steps) if s.top_allowed is not None and not s.top_allowed[0]]
 
     @property
     def output_tokens(self) -> list[str]:
@@ -75,7 +88,8 @@ def _source(loaded, text: str, task: str | None):
 
 
 def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
-    """One recorded forward over the decoder inputs (T,): attention maps, top-k and the argmax of every row."""
+    """One recorded forward over the decoder inputs (T,): attention maps (or an SSRU's forget gates), top-k and the
+    argmax of every row."""
     with torch.inference_mode():
         out = loaded.module(torch.tensor([enc.ids], device=loaded.device),
                             torch.tensor([dec_in], device=loaded.device), ablations=ablations)
@@ -83,26 +97,36 @@ def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
         top_l, top_i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (T, k): the softmax keeps the order
         top_p = (top_l - logits.logsumexp(-1, keepdim=True)).exp()  # their probabilities, no (T, V) softmax
         argmax = logits.argmax(-1)  # (T,) greedy's choice after each prefix (argmax, as the decoding loop takes it)
-    return {"self": to_numpy(torch.stack(out.decoder.self_attention)[:, 0]),  # (L, h, T, T)
-            "cross": to_numpy(torch.stack(out.decoder.cross_attention)[:, 0]),  # (L, h, T, m)
+    dec = out.decoder
+    return {"self": to_numpy(torch.stack(dec.self_attention)[:, 0]) if dec.self_attention else None,  # (L, h, T, T)
+            "gates": to_numpy(torch.stack(dec.forget_gates)[:, 0]) if dec.forget_gates else None,  # (L, T, d)
+            "cross": to_numpy(torch.stack(dec.cross_attention)[:, 0]),  # (L, h, T, m)
             "top_p": to_numpy(top_p), "top_i": top_i.tolist(), "argmax": argmax.tolist()}
 
 
 def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mode: str, expected: list[str],
-         ablations=None, fwd: dict | None = None) -> DecodingRun:
-    """Step t is row t-1 of every matrix of one forward over the decoder inputs (T,)."""
+         ablations=None, fwd: dict | None = None, *, output_ids: list[int] | None = None,
+         shortlist: bool = False) -> DecodingRun:
+    """Step t is row t-1 of every matrix of one forward over the decoder inputs (T,). shortlist: the decoder chose
+    within the model's shortlist (each step's top tokens are marked with whether it allows them)."""
     tok = loaded.tokenizer.id_to_token
     fwd = fwd or _forward(loaded, enc, dec_in, ablations)
     self_att, cross, top_p, top_i = fwd["self"], fwd["cross"], fwd["top_p"], fwd["top_i"]
-    steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]], self_attention=self_att[:, :, : t + 1, : t + 1],
+    allowed = loaded.allowed_tokens(enc.ids) if shortlist else None  # (V,) bool
+    steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]],
+                       self_attention=None if self_att is None else self_att[:, :, : t + 1, : t + 1],
                        cross_row=cross[:, :, t], top_tokens=[tok(i) for i in top_i[t]], top_probs=top_p[t],
-                       chosen=chosen[t]) for t in range(len(dec_in)))
+                       chosen=chosen[t],
+                       top_allowed=None if allowed is None else tuple(bool(allowed[i]) for i in top_i[t]))
+                  for t in range(len(dec_in)))
+    ids = output_ids if output_ids is not None else []
+    text = loaded.tokenizer.decode([i for i in ids if i != loaded.eos_id]) if ids else ""
     return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated,
-                              loaded.name))
+                              loaded.name, fwd.get("gates"), text, shortlist))
 
 
 def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None = None, *,
-               ablations=None) -> DecodingRun:
+               ablations=None, full_vocab: bool = False) -> DecodingRun:
     """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass.
     task: seq2seq-tiny's task (its expected answer is kept); None for a model without tasks.
 
@@ -110,7 +134,10 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
     decoding would read if it emitted the answer, so when every row's argmax is the answer's next token (and <eos>
     comes only at the end, within the step limit), that pass is the greedy run, and the loop is not needed. Where
     the model disagrees, the agreed prefix and the model's own token there are handed to the loop as its draft, and
-    it decodes on from that point. Either way the output is the loop's (tests/test_draft_decoding.py)."""
+    it decodes on from that point. Either way the output is the loop's (tests/test_draft_decoding.py).
+
+    A model with a lexical shortlist (a Bergamot translator) chooses within it, as its engine does; full_vocab: over
+    the whole vocabulary instead."""
     enc = _source(loaded, text, task)
     tok = loaded.tokenizer.id_to_token
     expected = expected_tokens(loaded, enc, task) if task is not None else []
@@ -125,9 +152,13 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
                 and len(draft) <= loaded.step_limit(enc.ids, max_steps)):
             return _run(loaded, enc, dec_in, [tok(i) for i in draft], task, "greedy", expected, fwd=fwd)
         kw["draft"] = [*draft[:agreed], pred[agreed]] if agreed < len(draft) else draft
+    shortlist = hasattr(loaded, "allowed_tokens") and not full_vocab
+    if full_vocab and hasattr(loaded, "allowed_tokens"):
+        kw["full_vocab"] = True
     ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     dec_in = ys[:-1]
-    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected, ablations)
+    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected, ablations,
+                output_ids=ys[1:], shortlist=shortlist)
 
 
 def teacher_forced_run(loaded, text: str, task: str | None = None, target: str | None = None) -> DecodingRun:
@@ -148,4 +179,5 @@ def teacher_forced_run(loaded, text: str, task: str | None = None, target: str |
         expected = expected_tokens(loaded, enc, task)
         target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
     dec_in = [loaded.bos_id, *target_ids[:-1]]  # (T,) shifted right
-    return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected)
+    return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected, output_ids=target_ids,
+                shortlist=hasattr(loaded, "allowed_tokens"))

@@ -11,17 +11,25 @@ from ui import seq2seq as s2s
 from ui.shell import current_view
 
 view = current_view()
-name = s2s.page_model(view)  # seq2seq-tiny, or the sidebar's local encoder-decoder folder
 st.title(t("s2s.title", view.lang))
-st.caption(t("s2s.caption" if name == s2s.MODEL else "s2s.caption_folder", view.lang, model=name))
+name = s2s.page_model(view)  # seq2seq-tiny, a translator, or the sidebar's local encoder-decoder folder
+caption = "s2s.caption" if name == s2s.MODEL else "s2s.caption_translator" if s2s.is_translator(name) \
+    else "s2s.caption_folder"
+st.caption(t(caption, view.lang, model=name))
 if not view.text.strip():
     st.stop()
 model = store.get_model(name, view.device)
-task, teacher, layer, head, target = s2s.controls(model, view.lang)
+task, teacher, layer, head, target, full_vocab = s2s.controls(model, view.lang)
 if teacher and task is None and not (target or "").strip():
     st.info(t("s2s.need_target", view.lang), icon=":material/edit:")
     st.stop()
-run = runs.decoding_run(view.device, view.text, task, teacher, name, target)
-s2s.summary(run, task, teacher, getattr(model, "unknown_words", lambda _: [])(view.text), view.lang)
+run = runs.decoding_run(view.device, view.text, task, teacher, name, target, full_vocab)
+unknown = getattr(model, "unknown_words", lambda _: [])(view.text)
+if unknown and s2s.is_translator(name):  # they read English or Portuguese only: say which models read the text
+    s2s.translator_notice(model, unknown, view.lang)
+    unknown = []
+s2s.summary(run, task, teacher, unknown, view.lang)
 step = s2s.step_slider(run, view.lang)
 s2s.figures(view, run, step, layer, head, teacher)
+if task is None:  # a model that translates (or a local folder's): the alignment of its words
+    s2s.alignment(view, run, layer, head)

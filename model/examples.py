@@ -26,3 +26,11 @@ KOREAN_EXAMPLE_SENTENCES = [
     "이것은 내 차다",  # the padding example ...
     "저것은 아니다",  # ... padded to the length of "이것은 내 차다"
 ]
+
+# For the translators (Firefox Translations en<->pt): the classic alignment example, whose reordered noun phrase
+# crosses the diagonal (European Economic Area -> Espaço Económico Europeu), and the flagship in Portuguese.
+ALIGNMENT_TEXT = "The agreement on the European Economic Area was signed in August 1992."
+TRANSLATION_SENTENCES = [
+    ALIGNMENT_TEXT,
+    "O animal não atravessou a rua porque estava cansado.",  # the flagship, for Portuguese -> English
+]

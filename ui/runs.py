@@ -131,17 +131,18 @@ def decoder_run(name: str, device: str, sentence: str, n_pad: int, layer: int) -
 
 
 def decoding_run(device: str, text: str, task: str | None, teacher: bool, name: str = "seq2seq-tiny",
-                 target: str | None = None) -> decoding.DecodingRun:
-    """Greedy decoding or teacher forcing on `name` (seq2seq-tiny with its task, or a local encoder-decoder folder
-    with no task, teacher-forced on the typed `target`)."""
+                 target: str | None = None, full_vocab: bool = False) -> decoding.DecodingRun:
+    """Greedy decoding or teacher forcing on `name` (seq2seq-tiny with its task, or a model with no task, e.g. a
+    translator or a local encoder-decoder folder, teacher-forced on the typed `target`). full_vocab: a translator
+    decodes over its whole vocabulary, not its shortlist."""
     if teacher:
         return teacher_forced_run(name, device, text, task, target)
-    return greedy_run(name, device, text, task)
+    return greedy_run(name, device, text, task, full_vocab)
 
 
 @memo(spinner="cache.decoding")
-def greedy_run(name: str, device: str, text: str, task: str | None) -> decoding.DecodingRun:
-    return decoding.greedy_run(get_model(name, device), text, task)
+def greedy_run(name: str, device: str, text: str, task: str | None, full_vocab: bool = False) -> decoding.DecodingRun:
+    return decoding.greedy_run(get_model(name, device), text, task, full_vocab=full_vocab)
 
 
 @memo(spinner="cache.decoding")

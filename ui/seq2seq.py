@@ -9,6 +9,7 @@ from analysis.decoding import DecodingRun
 from i18n import t
 from model import get_spec
 from model.data import TASKS
+from viz import alignment as va
 from viz import seq2seq as vs
 from viz.theme import column_width
 
@@ -16,34 +17,56 @@ from .view import View, md_escape
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
+TRANSLATORS = ("bergamot-en-pt", "bergamot-pt-en")  # real translators (model/bergamot.py)
+
+
+def page_models(view: View) -> list[str]:
+    """What this page can run: seq2seq-tiny, the translators, and the sidebar's local encoder-decoder folder."""
+    spec = get_spec(view.model_name)
+    local = [view.model_name] if spec.kind == "encoder-decoder" and spec.path is not None else []
+    return [MODEL, *TRANSLATORS, *local]
 
 
 def page_model(view: View) -> str:
-    """The model this page runs: the sidebar's encoder-decoder when it is a local folder (BART, Marian; no tasks),
-    else seq2seq-tiny, trained here on copy / reverse / swap."""
-    spec = get_spec(view.model_name)
-    return view.model_name if spec.kind == "encoder-decoder" and spec.path is not None else MODEL
+    """The model this page runs, picked on the page: seq2seq-tiny (trained here on copy / reverse / swap), a
+    translator, or the sidebar's local encoder-decoder folder; by default the sidebar's model when it is one of
+    them."""
+    options = page_models(view)
+    ss = st.session_state
+    if ss.get("s2s_model") not in options:
+        ss["s2s_model"] = view.model_name if view.model_name in options else MODEL
+    return st.selectbox(t("s2s.model", view.lang), options, key="s2s_model",
+                        format_func=lambda n: get_spec(n).label, help=t("s2s.model_help", view.lang))
 
 
-def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str, str | None]:
-    """Task (None for a model without tasks), teacher forcing, decoder layer and head ("mean" = mean of heads), and
-    the typed target of a model without tasks when teacher forcing; the values never depend on `lang`."""
+def is_translator(name: str) -> bool:
+    return name in TRANSLATORS
+
+
+def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str, str | None, bool]:
+    """Task (None for a model without tasks), teacher forcing, decoder layer and head ("mean" = mean of heads), the
+    typed target of a model without tasks when teacher forcing, and (a translator with a shortlist) whether to decode
+    over the whole vocabulary; the values never depend on `lang`."""
     lg = lang
     tasks = hasattr(model, "tasks")
+    shortlist = hasattr(model, "allowed_tokens")
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
     task = c1.radio(t("s2s.task", lg), TASKS, horizontal=True, key="task", format_func=lambda x: t(f"s2s.task.{x}", lg),
                     help="\n\n".join(t(f"s2s.task_help.{x}", lg) for x in TASKS)) if tasks else None
+    full_vocab = c1.toggle(t("s2s.full_vocab", lg), key="s2s_full_vocab", help=t("s2s.full_vocab_help", lg)) \
+        if shortlist else False
     teacher = c2.toggle(t("s2s.teacher", lg), key="teacher_forcing",
                         help=t("s2s.teacher_help" if tasks else "s2s.teacher_help_folder", lg))
     target = None
     if teacher and not tasks:  # no task answer to force: the user types the target (python -m model --target)
-        target = st.text_input(t("s2s.target", lg), key="s2s_target", max_chars=2000, help=t("s2s.target_help", lg))
+        target = st.text_input(t("s2s.target_translator" if shortlist else "s2s.target", lg), key="s2s_target",
+                               max_chars=2000, help=t("s2s.target_help", lg))
     n_layers, n_heads = model.config.n_decoder_layers, model.n_heads("cross")
     layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
                          format_func=lambda i: t("s2s.layer_n", lg, i=i))
     head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",
                         format_func=lambda h: t("s2s.head_mean", lg) if h == "mean" else t("s2s.head_n", lg, i=h))
-    return task, teacher, layer, head, target
+    return task, teacher, layer, head, target, full_vocab and not teacher
 
 
 def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: list[str], lang: str = "en") -> None:
@@ -57,6 +80,14 @@ def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: li
     st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
     st.markdown(t("s2s.teacher_target" if teacher else "s2s.greedy_output", lg))
     st.code(" ".join(run.output_tokens), language=None, wrap_lines=True)
+    if run.output_text and task is None:  # a translator: the translation itself, detokenized
+        st.markdown(t("s2s.translation_forced" if teacher else "s2s.translation", lg))
+        st.markdown(f"> {md_escape(run.output_text)}")
+        removed = run.shortlist_removed if not teacher else []
+        if removed:
+            st.info(t("s2s.shortlist_removed", lg, steps=", ".join(map(str, removed)),
+                      tokens=", ".join(f"`{md_escape(run.steps[i - 1].top_tokens[0])}`" for i in removed)),
+                    icon=":material/filter_alt:")
     if teacher or task is None:  # no task: no exact answer to compare with
         return
     if run.correct:
@@ -84,10 +115,14 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
     name = f"{run.model}-{run.task}" if run.task else run.model
     left, right = st.columns(2)
     with left:
-        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
-                                                             lecture=view.lecture, lang=lg, width=column_width(2))
-        chart(fig, "s2s_self", Export(mat, labels, labels, t("s2s.fig.self", lg, where=title), view.text,
-                                      f"{name}-decoder-self-step{step}", heatmap=dict(masked=blocked, vmin=0, vmax=1)))
+        if run.has_self_attention:
+            fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
+                                                                 lecture=view.lecture, lang=lg, width=column_width(2))
+            chart(fig, "s2s_self", Export(mat, labels, labels, t("s2s.fig.self", lg, where=title), view.text,
+                                          f"{name}-decoder-self-step{step}",
+                                          heatmap=dict(masked=blocked, vmin=0, vmax=1)))
+        else:  # an SSRU decoder: no self-attention to draw, its forget gate instead
+            ssru_figure(view, run, step, layer, name)
     with right:
         fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg,
                                           width=column_width(2))
@@ -101,4 +136,56 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
         probs, prow, pcol = vs.topk_table(run)
         chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg), "s2s_topk", Export(
             probs, prow, pcol, t("s2s.export.topk", lg, model=run.model), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
-    st.caption(t("s2s.figures_caption", lg))
+    st.caption(t("s2s.figures_caption" if run.has_self_attention else "s2s.figures_caption_ssru", lg))
+
+
+def ssru_figure(view: View, run: DecodingRun, step: int, layer: int, name: str) -> None:
+    """The forget gate of the chosen decoder layer over the inputs so far (an SSRU stands where self-attention
+    would), with the note that says so."""
+    lg = view.lang
+    st.info(t("s2s.no_self_attention", lg), icon=":material/info:")
+    s = run.steps[step - 1]
+    gates = run.forget_gates[layer, :step]  # (t, d): the inputs so far
+    fig = va.forget_gate_figure(s.inputs, gates, lang=lg, lecture=view.lecture, width=column_width(2),
+                                title=t("s2s.fig.forget", lg, layer=layer, step=step))
+    chart(fig, "s2s_forget", Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs),
+                                    t("s2s.fig.forget", lg, layer=layer, step=step), view.text,
+                                    f"{name}-forget-gate-L{layer}-step{step}", heatmap=dict(vmin=0, vmax=1)))
+    st.caption(va.forget_gate_caption(lg))
+
+
+def alignment(view: View, run: DecodingRun, layer: int, head: int | str) -> None:
+    """The alignment view: the cross-attention of the chosen layer and head (or the mean of its heads) between the
+    source words and the words the decoder produced, as a matrix or as lines, subwords merged."""
+    lg = view.lang
+    st.subheader(t("s2s.alignment", lg))
+    weights = vs.pick(run.cross_matrix(len(run.steps)), layer, head)  # (T, m)
+    out = run.output_tokens
+    special = [tok == "</s>" for tok in out]
+    where = vs.head_name(layer, head, lg)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    kind = c1.radio(t("s2s.alignment_kind", lg), ("lines", "matrix"), horizontal=True, key="s2s_align_kind",
+                    format_func=lambda k: t(f"s2s.alignment_kind.{k}", lg))
+    merge = c2.toggle(t("s2s.alignment_merge", lg), value=True, key="s2s_align_merge")
+    threshold = c3.slider(t("s2s.alignment_threshold", lg), 0.05, 0.9, 0.2, 0.05, key="s2s_align_threshold") \
+        if kind == "lines" else 0.2
+    kw = dict(lang=lg, merge=merge, drop_special=True, source_special=[tok == "</s>" for tok in run.source_tokens],
+              target_special=special, lecture=view.lecture, title=t("s2s.fig.alignment", lg, where=where))
+    if kind == "lines":
+        fig = va.alignment_lines_figure(run.source_tokens, out, weights, threshold=threshold, **kw)
+        caption = va.alignment_lines_caption(lg, threshold)
+    else:
+        fig = va.alignment_matrix_figure(run.source_tokens, out, weights, **kw)
+        caption = va.alignment_matrix_caption(lg)
+    chart(fig, f"s2s_align_{kind}", Export(weights, list(out), list(run.source_tokens),
+                                           t("s2s.fig.alignment", lg, where=where), view.text,
+                                           f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1)))
+    st.caption(caption)
+
+
+def translator_notice(model, unknown: list[str], lang: str) -> None:
+    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
+    read the text."""
+    examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
+    st.warning(t("s2s.translator_unreadable", lang, model=get_spec(model.name).label, n=len(unknown),
+                 examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")

@@ -19,7 +19,7 @@ import streamlit as st
 from i18n import LANGS, pick_lang, t
 from model import DEFAULT_MODEL, list_models
 from model.device import available_devices
-from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTENCES
+from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTENCES, TRANSLATION_SENTENCES
 from model.registry import register_local_models
 from model.trace import AttentionTrace
 
@@ -38,7 +38,7 @@ from .view import (
     show_value,
 )
 
-PRESETS = [*EXAMPLE_SENTENCES, *KOREAN_EXAMPLE_SENTENCES]
+PRESETS = [*EXAMPLE_SENTENCES, *TRANSLATION_SENTENCES, *KOREAN_EXAMPLE_SENTENCES]
 MAX_TEXT_CHARS = 20_000  # the text box refuses more; a URL with more falls back to the default text
 MAX_URL_TEXT = 4_000  # longer texts are not written into the link (browsers and servers cap URL length)
 DEVICE_CHOICES = ("auto", "cpu", "cuda")

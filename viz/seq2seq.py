@@ -82,8 +82,12 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
 def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary)."""
     s = run.steps[step - 1]
-    labels = [f"{esc(t, 20)}\u2009#{i + 1}" for i, t in enumerate(s.top_tokens)]
-    colours = ["#2a9d8f" if t == s.chosen else "#bab0ac" for t in s.top_tokens]
+    allowed = s.top_allowed or (True,) * len(s.top_tokens)  # a shortlist's verdict on each (a translator)
+    out = "\u2009" + t("s2s.not_in_shortlist", lang)
+    labels = [f"{esc(tok, 20)}\u2009#{i + 1}{'' if ok else out}"
+              for i, (tok, ok) in enumerate(zip(s.top_tokens, allowed))]
+    colours = ["#2a9d8f" if tok == s.chosen else "#bab0ac" if ok else "#e9c46a"
+               for tok, ok in zip(s.top_tokens, allowed)]
     bar = dict(type="bar", x=s.top_probs, y=labels, orientation="h", marker=dict(color=colours),
                text=[f"{p:.3f}" for p in s.top_probs], textposition="outside", cliponaxis=False,
                hovertemplate="%{y}: %{x:.4f}<extra></extra>")

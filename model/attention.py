@@ -125,11 +125,11 @@ class Rotary(nn.Module):
         half = x.shape[-1] // 2
         return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (b, h, n, k) at positions 0..n-1 -> rotated (b, h, n, k)."""
-        n = x.shape[-2]
-        cos, sin = (self.cos[:n], self.sin[:n]) if n <= self.cos.shape[0] else (t.to(x) for t in self.tables(n))
-        return x * cos + self.rotate_half(x) * sin
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x (b, h, n, k) at positions start..start+n-1 -> rotated (b, h, n, k)."""
+        end = start + x.shape[-2]
+        cos, sin = (self.cos, self.sin) if end <= self.cos.shape[0] else (t.to(x) for t in self.tables(end))
+        return x * cos[start:end] + self.rotate_half(x) * sin[start:end]
 
 
 class MultiHeadAttention(nn.Module):
@@ -167,18 +167,37 @@ class MultiHeadAttention(nn.Module):
         *,
         record: bool = False,
         ablation: HeadAblation | None = None,
+        cache: dict | None = None,
     ) -> AttentionResult:
+        """cache (incremental decoding, Transformer.greedy_decode): x holds only the new positions; a self-attention
+        appends their keys and values to the cached ones (rotated at their own positions), a cross-attention
+        projects the encoder output once. The dict is filled in place."""
         dq, dkv = self.d_q, self.d_kv
         w, bias = self.in_proj.weight, self.in_proj.bias
+        start = 0
         if memory is None:  # self-attention: Q, K and V in one matmul with the stacked [W_Q; W_K; W_V]
             q, k, v = F.linear(x, w, bias).split((dq, dkv, dkv), dim=-1)  # (b, n, h*k), 2 x (b, n, g*k)
+            k, v = self.split_heads(k), self.split_heads(v)  # (b, g, n, k)
+            if cache is not None:
+                start = cache["k"].shape[2] if "k" in cache else 0
         else:  # cross-attention: queries from x, keys and values from the encoder output
             q = F.linear(x, w[:dq], None if bias is None else bias[:dq])  # (b, n, h*k) = X W_Q
-            k, v = F.linear(memory, w[dq:], None if bias is None else bias[dq:]).split(dkv, dim=-1)  # 2 x (b, m, g*k)
-        q, k, v = self.split_heads(q), self.shared(self.split_heads(k)), self.shared(self.split_heads(v))
-        q_in, k_in = q, k  # (b, h, n, k), (b, h, m, k): the projections
+            if cache is not None and "k" in cache:
+                k, v = cache["k"], cache["v"]
+            else:
+                k, v = F.linear(memory, w[dq:], None if bias is None else bias[dq:]).split(dkv, dim=-1)  # (b, m, g*k)
+                k, v = self.split_heads(k), self.split_heads(v)  # (b, g, m, k)
+                if cache is not None:
+                    cache.update(k=k, v=v)
+        q = self.split_heads(q)  # (b, h, n, k)
+        q_in, k_in = q, self.shared(k)  # the projections (before any rotation)
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)  # turned by their positions
+            q, k = self.rotary(q, start), self.rotary(k, start)  # turned by their positions
+        if memory is None and cache is not None:
+            if "k" in cache:
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (b, g, start + n, k)
+            cache.update(k=k, v=v)
+        k, v = self.shared(k), self.shared(v)  # (b, h, m, k)
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)

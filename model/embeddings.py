@@ -56,25 +56,28 @@ class Embedding(nn.Module):
         positions are not added to the embeddings."""
         return None if self.position is None else self.position(n)
 
-    def _positions(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (b, n) -> (b, n, d) or (1, n, d): what is added for the positions."""
+    def _positions(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """ids (b, n) at positions start.. -> (b, n, d) or (1, n, d): what is added for the positions."""
         if self.config.positions_skip_pad:  # RoBERTa: pad tokens stay at row pad_id, the others count real tokens
+            if start:
+                raise ValueError("positions that skip padding are counted from the first token: start must be 0")
             real = (ids != self.config.pad_id).long()  # (b, n)
             rows = torch.cumsum(real, dim=1) * real + self.config.pad_id  # (b, n) rows of the table
             return self.position.weight[rows]
-        return self.position(ids.shape[1]).unsqueeze(0)
+        return self.position(start + ids.shape[1])[start:].unsqueeze(0)
 
-    def parts(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """ids (b, n) -> {"token": X, "position": PE?, "token_type": T?, "sum": before norm}, each (b, n, d)."""
+    def parts(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, start: int = 0) -> dict[str, torch.Tensor]:
+        """ids (b, n) at positions start..start+n-1 -> {"token": X, "position": PE?, "token_type": T?, "sum": before
+        norm}, each (b, n, d)."""
         x = self.token(ids)
         if self.scale != 1.0:
             x = x * self.scale
-        if self.zero_first:  # (b, n, d): the first row is no token's
+        if self.zero_first and start == 0:  # (b, n, d): the first row is no token's
             x = torch.cat([torch.zeros_like(x[:, :1]), x[:, 1:]], dim=1)
         parts = {"token": x}
         total = x
         if self.position is not None:
-            pe = self._positions(ids).expand_as(x)
+            pe = self._positions(ids, start).expand_as(x)
             parts["position"] = pe
             total = total + pe
         if self.token_type is not None:
@@ -84,9 +87,9 @@ class Embedding(nn.Module):
         parts["sum"] = total
         return parts
 
-    def forward(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """ids (b, n) -> (b, n, d)"""
-        x = self.parts(ids, type_ids)["sum"]
+    def forward(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, start: int = 0) -> torch.Tensor:
+        """ids (b, n) at positions start..start+n-1 -> (b, n, d)"""
+        x = self.parts(ids, type_ids, start)["sum"]
         if self.norm is not None:
             x = self.norm(x)
         return self.drop(x) if self.training and self.drop.p > 0 else x  # identity in eval: skip the call

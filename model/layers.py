@@ -93,16 +93,20 @@ class SSRU(nn.Module):
         self.linear = nn.Linear(config.d_model, config.d_model, bias=False)  # W
         self.forget = nn.Linear(config.d_model, config.d_model)  # W_f, b_f
 
-    def forward(self, x: torch.Tensor, mask=None, *, record: bool = False, ablation=None) -> SSRUResult:
-        """x (b, n, d) -> SSRUResult with output (b, n, d); `mask` and `ablation` do not apply (no heads, causal)."""
+    def forward(self, x: torch.Tensor, mask=None, *, record: bool = False, ablation=None,
+                cache: dict | None = None) -> SSRUResult:
+        """x (b, n, d) -> SSRUResult with output (b, n, d); `mask` and `ablation` do not apply (no heads, causal).
+        cache (incremental decoding): x holds only the new positions; the memory goes on from the cached c."""
         z = self.linear(x)  # (b, n, d)
         f = torch.sigmoid(self.forget(x))  # (b, n, d)
         keep = (1.0 - f) * z  # (b, n, d): what each position writes
         c = torch.empty_like(z)
-        prev = torch.zeros_like(z[:, 0])  # (b, d)
+        prev = cache["c"] if cache is not None and "c" in cache else torch.zeros_like(z[:, 0])  # (b, d)
         for t in range(x.shape[1]):  # the recurrence, one position at a time
             prev = f[:, t] * prev + keep[:, t]
             c[:, t] = prev
+        if cache is not None:
+            cache["c"] = prev
         return SSRUResult(torch.relu(c), f, None, {"z": z, "f": f, "c": c} if record else None)
 
 
@@ -146,19 +150,22 @@ class Layer(nn.Module):
         return y
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record=False,
-                ablation: dict[str, HeadAblation] | None = None):
+                ablation: dict[str, HeadAblation] | None = None, cache: dict | None = None):
         """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
-        "cross"?: ..., "layer": the record when recording})"""
+        "cross"?: ..., "layer": the record when recording}). cache (incremental decoding): {"self": {}, "cross": {}}
+        filled in place, x holds only the new positions."""
         rec = ({"x": x, "memory": memory} if memory is not None else {"x": x}) if record else None
         abl = ablation or {}
         attn = {}
+        kw = {} if cache is None else {"cache": cache.setdefault("self", {})}
 
         def self_attention(inp):  # (or the SSRU)
-            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"))
+            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"), **kw)
             return attn["self"].output
 
         def cross_attention(inp):
-            attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"))
+            attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"),
+                                            **({} if cache is None else {"cache": cache.setdefault("cross", {})}))
             return attn["cross"].output
 
         norms = self.norms
@@ -196,18 +203,20 @@ class Stack(nn.Module):
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
                 hidden: bool = False, ablations: dict[int, dict[str, HeadAblation]] | None = None,
-                upto: int | None = None) -> StackOutput:
+                upto: int | None = None, cache: list[dict] | None = None) -> StackOutput:
         """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
         input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
         ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
-        only the layers below it; the output is then that layer's, and `final` is None)."""
+        only the layers below it; the output is then that layer's, and `final` is None). cache: one dict per layer
+        (incremental decoding: x holds only the new positions; see Transformer.greedy_decode)."""
         out = StackOutput(hidden=x, mask=mask)
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
-            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i))
+            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
+                            **({} if cache is None else {"cache": cache[i]}))
             if attn["self"].weights is not None:
                 out.self_attention.append(attn["self"].weights)
             else:  # an SSRU: no weights, its forget gate instead

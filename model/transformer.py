@@ -42,6 +42,15 @@ class Output:
         return self.decoder.mask if self.decoder is not None else None
 
 
+class DecodeCache:
+    """The state of an incremental decode: one dict per decoder layer ({"self": keys and values so far, or an SSRU's
+    memory c; "cross": the keys and values of the encoder output}) and how many positions were fed."""
+
+    def __init__(self, n_layers: int):
+        self.layers: list[dict] = [{} for _ in range(n_layers)]
+        self.start = 0
+
+
 class Transformer(nn.Module):
     _generator_t: tuple | None = None  # ((data_ptr, version) of the generator weight, its (d, V) copy): next_logits
 
@@ -100,12 +109,23 @@ class Transformer(nn.Module):
 
     def decode(self, tgt: torch.Tensor, memory: StackOutput | None = None, keep: torch.Tensor | None = None, *,
                record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
-               upto: int | None = None) -> StackOutput:
+               upto: int | None = None, cache: DecodeCache | None = None) -> StackOutput:
         """tgt (b, n), memory: the encoder's output (with its mask) -> StackOutput with hidden (b, n, d) and mask
         (b or 1, 1, n, n). keep (b, n): which target keys are real (a padded batch); by default every pad id is
         padding when the config says so (mask_pad "both", the paper's model). ablations: {("decoder_self" |
-        "cross", layer): HeadAblation}."""
+        "cross", layer): HeadAblation}. cache: incremental decoding, `tgt` holds only the new tokens, which follow
+        the cache's (every earlier step's keys and values, or memory, are kept there; padding is not masked)."""
         n = tgt.shape[1]
+        if cache is not None:
+            start = cache.start
+            # (1, 1, n, start + n): new row i sees keys 0..start + i
+            mask = torch.ones(n, start + n, dtype=torch.bool, device=tgt.device).tril(start)[None, None]
+            mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
+            out = self.decoder(self.tgt_embed(tgt, start=start), mask, mem, mem_mask,
+                               ablations=stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers)),
+                               cache=cache.layers)
+            cache.start += n
+            return out
         look_ahead = causal_mask(n, tgt.device)[None, None]  # (1, 1, n, n)
         if keep is None and self.config.mask_pad == "both":
             keep = tgt != self.config.pad_id
@@ -198,10 +218,13 @@ class Transformer(nn.Module):
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         if draft and b == 1 and max_len > 0:
             ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, ablations, choose)
+        # each step feeds only the tokens not yet fed; the cache keeps every earlier position's keys and values (or
+        # an SSRU's memory) and the cross-attention's projections of the encoder output
+        cache = DecodeCache(len(self.decoder.layers))
         for _ in range(max_len - (ys.shape[1] - 1)):
             if done.all():
                 break
-            dec = self.decode(ys, enc, ablations=ablations)
+            dec = self.decode(ys[:, cache.start:], enc, ablations=ablations, cache=cache)
             nxt = choose(dec.final[:, -1])  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)

@@ -224,3 +224,29 @@ def test_stack_upto_stops_after_the_layer_with_the_same_record():
             a, b = part.records[layer]["self"], full.records[layer]["self"]
             torch.testing.assert_close(a.weights, b.weights, atol=0, rtol=0)
             torch.testing.assert_close(a.record["stages"].scores, b.record["stages"].scores, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("changes", [
+    {},  # the paper's: sinusoidal, post-LN, self-attention
+    dict(positional="learned", position_offset=2, embedding_layer_norm=True),  # BART's positions
+    dict(decoder_mixer="ssru", decoder_start="zeros", sinusoid_layout="marian", mask_pad="none"),  # Bergamot's
+    dict(n_encoder_layers=0, positional="rotary", n_kv_heads=1, norm="rmsnorm", norm_placement="pre",
+         gated_ffn=True, activation="silu", bias=False),  # a llama-like decoder-only stack
+])
+def test_incremental_decoding_equals_the_full_pass(changes):
+    """Feeding one token at a time with the DecodeCache gives every position the states a full pass gives it."""
+    from model.transformer import DecodeCache
+
+    torch.manual_seed(0)
+    config = preset("tiny").replace(**changes)
+    model = Transformer(config).eval()
+    src = torch.randint(1, 64, (1, 7))
+    tgt = torch.randint(1, 64, (1, 9))
+    with torch.inference_mode():
+        memory = model.encode(src) if config.n_encoder_layers else None
+        full = model.decode(tgt, memory).final  # (1, 9, d)
+        cache = DecodeCache(config.n_decoder_layers)
+        pieces = [model.decode(tgt[:, :3], memory, cache=cache).final]  # a prefix, then one at a time
+        pieces += [model.decode(tgt[:, i:i + 1], memory, cache=cache).final for i in range(3, 9)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert cache.start == 9

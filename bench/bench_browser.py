@@ -321,9 +321,10 @@ def type_sentence(page, sentence: str, word: str) -> dict:
     return result(page)
 
 
-def new_sentence(browser, base: str, repeats: int) -> list[dict]:
+def new_sentence(browser, base: str, repeats: int, path: str = "", **params) -> list[dict]:
+    """Scenario 1 (the explorer), or 8 (path "seq2seq", model=<a translator>: the Encoder-decoder page)."""
     rows = []
-    with app_page(browser, f"{base}/?{query(text=DEFAULT)}") as page:
+    with app_page(browser, f"{base}/{path}?{query(text=DEFAULT, **params)}") as page:
         type_sentence(page, *SENTENCES[-1])  # warm-up: the first rerun of this session is not measured
         for sentence, word in SENTENCES[:repeats]:
             rows.append(type_sentence(page, sentence, word))
@@ -485,6 +486,16 @@ def run(repeats: int, env: dict | None = None, only: set[int] | None = None) -> 
                 row("1. new sentence (Ctrl+Enter)", "first updated chart", rows, "first_s", 0.3)
                 row("1. new sentence (Ctrl+Enter)", "idle", rows, "idle_s", 0.5)
                 drow("1. new sentence", rows)
+
+            if want(8):
+                # 8. a new sentence on the Encoder-decoder page with the translator (greedy decoding within the
+                # shortlist, every step's maps, the alignment view)
+                rows = new_sentence(browser, base, repeats, "seq2seq", model="bergamot-en-pt")
+                loads.append(load())
+                row("8. new sentence, Encoder-decoder page, Firefox en→pt", "first updated chart", rows, "first_s",
+                    0.5)
+                row("8. new sentence, Encoder-decoder page, Firefox en→pt", "idle", rows, "idle_s", None)
+                drow("8. new sentence, translator", rows)
 
             if want(2):
                 rows = head_change(browser, base, repeats)

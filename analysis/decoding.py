@@ -54,6 +54,7 @@ class DecodingRun:
     forget_gates: np.ndarray | None = None  # (L, T, d): an SSRU decoder's forget gates (it has no self-attention)
     output_text: str = ""  # the output detokenized (a translator's translation)
     shortlist: bool = False  # the decoder chose within a lexical shortlist
+    n_source_specials: int = 2  # special tokens of the source (seq2seq-tiny: <task> and <eos>; a translator: </s>)
 
     @property
     def has_self_attention(self) -> bool:
@@ -122,7 +123,7 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
     ids = output_ids if output_ids is not None else []
     text = loaded.tokenizer.decode([i for i in ids if i != loaded.eos_id]) if ids else ""
     return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated,
-                              loaded.name, fwd.get("gates"), text, shortlist))
+                              loaded.name, fwd.get("gates"), text, shortlist, sum(map(bool, enc.special))))
 
 
 def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None = None, *,

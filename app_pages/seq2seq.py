@@ -28,7 +28,9 @@ unknown = getattr(model, "unknown_words", lambda _: [])(view.text)
 if unknown and s2s.is_translator(name):  # they read English or Portuguese only: say which models read the text
     s2s.translator_notice(model, unknown, view.lang)
     unknown = []
-s2s.summary(run, task, teacher, unknown, view.lang)
+# over the whole vocabulary: the shortlist's translation beside it (where the choice differs)
+other = runs.decoding_run(view.device, view.text, task, False, name, None, False) if full_vocab else None
+s2s.summary(run, task, teacher, unknown, view.lang, other)
 step = s2s.step_slider(run, view.lang)
 s2s.figures(view, run, step, layer, head, teacher)
 if task is None:  # a model that translates (or a local folder's): the alignment of its words

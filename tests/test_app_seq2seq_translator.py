@@ -105,3 +105,23 @@ def test_hostile_text(name):
     at = _page(text=HOSTILE[name])
     _ok(at)
     assert "<script>" not in "".join(_charts(at))
+
+
+def test_where_the_shortlist_changes_the_choice():
+    """One sentence of the 60 English evaluation sentences translates differently over the whole vocabulary:
+    'cansativa' (tiring) is not among the shortlist's candidates, so Firefox's decoding says 'cansada'."""
+    text = ("The journey was long and tiring, but the landscapes along the coast were absolutely worth it, and we took "
+            "hundreds of photographs of the cliffs, the small fishing villages and the sunset over the ocean.")
+    at = _page(text=text)
+    _ok(at)
+    removed = " ".join(i.value for i in at.info if "not in the shortlist" in i.value)
+    assert "`ativa`" in removed and "Whole vocabulary" in removed  # cans|ativa: its second piece
+    step = int(removed.split("At step ")[1].split(" ")[0].rstrip(","))
+    at.slider(key="step").set_value(step).run()
+    topk = _charts(at)[3]
+    assert "not in the shortlist" in topk
+    at.toggle(key="s2s_full_vocab").set_value(True).run()
+    _ok(at)
+    md = " ".join(m.value for m in at.markdown)
+    assert "cansativa" in md
+    assert any("cansada" in i.value and "Within its shortlist" in i.value for i in at.info)

@@ -69,11 +69,14 @@ def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str,
     return task, teacher, layer, head, target, full_vocab and not teacher
 
 
-def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: list[str], lang: str = "en") -> None:
+def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: list[str], lang: str = "en",
+            other: DecodingRun | None = None) -> None:
+    """other: a translator's run within its shortlist, when `run` decoded over the whole vocabulary."""
     lg = lang
     if run.truncated:
-        st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - 2, model=run.model, k=len(run.source_tokens) - 2),
-                   icon=":material/warning:")
+        sp = run.n_source_specials
+        st.warning(t("s2s.truncated", lg, n=run.n_tokens_untruncated - sp, model=run.model,
+                     k=len(run.source_tokens) - sp), icon=":material/warning:")
     if unknown_words:
         st.info(t("s2s.unknown", lg, words=", ".join(md_escape(w) for w in unknown_words)))
     st.markdown(t("s2s.source" if task is not None else "s2s.source_folder", lg))
@@ -83,6 +86,8 @@ def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: li
     if run.output_text and task is None:  # a translator: the translation itself, detokenized
         st.markdown(t("s2s.translation_forced" if teacher else "s2s.translation", lg))
         st.markdown(f"> {md_escape(run.output_text)}")
+        if other is not None and other.output_text != run.output_text:  # the whole vocabulary said something else
+            st.info(t("s2s.shortlist_differs", lg, text=md_escape(other.output_text)), icon=":material/filter_alt:")
         removed = run.shortlist_removed if not teacher else []
         if removed:
             st.info(t("s2s.shortlist_removed", lg, steps=", ".join(map(str, removed)),

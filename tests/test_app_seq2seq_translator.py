@@ -36,7 +36,7 @@ def test_translation_forget_gate_and_alignment_lines():
     at = _page()
     _ok(at)
     md = [m.value for m in at.markdown]
-    assert "> O acordo sobre o Espaço Económico Europeu foi assinado em Agosto de 1992\\." in md
+    assert "#### O acordo sobre o Espaço Económico Europeu foi assinado em Agosto de 1992\\." in md
     assert any("no self-attention" in i.value for i in at.info)
     charts = _charts(at)
     assert len(charts) == 5  # forget gate, cross-attention, cross row, top-5, alignment
@@ -75,11 +75,11 @@ def test_teacher_forcing_a_typed_translation_and_the_whole_vocabulary():
     at.text_input(key="s2s_target").set_value("O cão dorme no chão.").run()
     _ok(at)
     md = [m.value for m in at.markdown]
-    assert "> O cão dorme no chão\\." in md and any("you typed" in m for m in md)
+    assert "#### O cão dorme no chão\\." in md and any("you typed" in m for m in md)
     at.toggle(key="teacher_forcing").set_value(False).run()
     at.toggle(key="s2s_full_vocab").set_value(True).run()
     _ok(at)
-    assert any(m.startswith("> O gato") for m in [m.value for m in at.markdown])
+    assert any(m.startswith("#### O gato") for m in [m.value for m in at.markdown])
     assert "not in the shortlist" not in "".join(_charts(at))  # nothing is struck out over the whole vocabulary
 
 
@@ -87,7 +87,7 @@ def test_portuguese_to_english_in_korean():
     at = _page("bergamot-pt-en", "O animal não atravessou a rua porque estava cansado.", lang="ko")
     _ok(at)
     md = [m.value for m in at.markdown]
-    assert "**번역**" in md and any(m.startswith("> The animal") for m in md)
+    assert "**번역**" in md and any(m.startswith("#### The animal") for m in md)
     assert any("셀프 어텐션이 없습니다" in i.value for i in at.info)
     assert "망각 게이트" in _charts(at)[0]
 

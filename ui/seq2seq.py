@@ -85,7 +85,7 @@ def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: li
     st.code(" ".join(run.output_tokens), language=None, wrap_lines=True)
     if run.output_text and task is None:  # a translator: the translation itself, detokenized
         st.markdown(t("s2s.translation_forced" if teacher else "s2s.translation", lg))
-        st.markdown(f"> {md_escape(run.output_text)}")
+        st.markdown(f"#### {md_escape(run.output_text)}")
         if other is not None and other.output_text != run.output_text:  # the whole vocabulary said something else
             st.info(t("s2s.shortlist_differs", lg, text=md_escape(other.output_text)), icon=":material/filter_alt:")
         removed = run.shortlist_removed if not teacher else []

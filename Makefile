@@ -69,6 +69,7 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bench_heads.py
 	$(PY) bench/bench_e5.py
 	$(PY) bench/bench_gpt2.py
+	$(PY) bench/bench_bergamot.py
 	$(PY) bench/bench_browser.py
 	$(PY) bench/bench_browser.py --gpt2
 

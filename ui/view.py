@@ -72,6 +72,14 @@ class View:
                                    head=min(self.head, self.model.n_heads(block) - 1))
 
 
+def kind_blocks(model, kind: str) -> list[str]:
+    """The attention blocks of a model with no trace yet (no text): its kind's, less the decoder self-attention that
+    an SSRU decoder (a Bergamot translator) does not have."""
+    blocks = BLOCKS_OF_KIND.get(kind, ["encoder"])
+    ssru = getattr(getattr(model, "config", None), "decoder_mixer", "attention") == "ssru"
+    return [b for b in blocks if not (ssru and b == "decoder_self")]
+
+
 def block_layers(model, block: str) -> int:
     """Layers of a block (model.loaded.LoadedModel.n_layers)."""
     return model.n_layers(block)
@@ -154,7 +162,7 @@ def resolve(controls: Controls, model, trace: AttentionTrace | None, *, kind: st
         return cur
 
     # block (encoder-decoder only), then layer / head / token, clamped to this model
-    blocks = trace.blocks if trace is not None else BLOCKS_OF_KIND.get(kind, ["encoder"])
+    blocks = trace.blocks if trace is not None else kind_blocks(model, kind)
     if K_BLOCK in pending:
         raw = pending[K_BLOCK]
         used.append(K_BLOCK)

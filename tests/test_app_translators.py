@@ -219,3 +219,35 @@ def test_marian_table_is_sines_then_cosines():
     angle = np.arange(50)[:, None] * 10000.0 ** (-np.arange(64) / 63)  # the slowest frequency exactly 1/10000
     assert np.allclose(pe[:, :64], np.sin(angle), atol=1e-4) and np.allclose(pe[:, 64:], np.cos(angle), atol=1e-4)
     assert not np.allclose(pe, sinusoidal(50, 128))  # not the paper's interleaved order
+
+
+# ---- Korean: no English-only text on the translator's screens ------------------------------------------------------
+KO_SCREENS = {  # page, then the session state that opens the screen this file adds text to
+    "heads": ("heads", {"hl_tab": "Head surgery"}),
+    "tour-ssru": ("tour", {"_tour_step": 12}),
+    "tour-output": ("tour", {"_tour_step": 14}),
+    "masks": ("masks", {"mask_tab": t("masks.tab.look_ahead", "ko")}),
+    "positional": ("positional", {}),
+    "steps": ("steps", {"steps_tab": t("trpages.steps.tab.add_norm_dec_ssru", "ko"), "block": "cross", "layer": 1}),
+}
+
+
+@pytest.mark.parametrize("screen", list(KO_SCREENS))
+def test_korean_translator_screens_have_no_english_only_text(screen):
+    from i18n_support import english_only, page_texts
+
+    from model import get_spec, list_models
+    from ui.state import PRESETS
+
+    page, state = KO_SCREENS[screen]
+    at = _open(page, "ko")
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.run()
+    assert_ok(at)
+    if screen == "heads":
+        at.multiselect(key="hl_heads").set_value(["cross:1.0", "cross:1.1"]).run()
+    labels = {get_spec(n).label for n in list_models()}  # the model picker's names (the registry's, not this page's)
+    found = [x for x in english_only(page_texts(at), [*PRESETS]) if x not in labels
+             and not x.split(": ", 1)[-1].startswith("▁")]  # the token picker lists the translation's pieces
+    assert found == []

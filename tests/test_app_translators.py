@@ -173,6 +173,27 @@ def test_tour_decoder_steps_use_the_translator_and_its_ssru(lang):
     assert any(m.value.endswith("> O animal não cruzou a rua porque estava cansado") for m in at.markdown)
 
 
+def test_tour_next_token_quiz_on_a_translator():
+    from ui import quiz
+
+    at = _open("tour", "en")
+    at.session_state["_tour_step"] = 14
+    at.run()
+    at.toggle(key="quiz_on").set_value(True).run()
+    assert_ok(at)
+    assert not charts(at), "the top-5 stays hidden until the reveal"
+    text = at.session_state["text"]
+    qid = quiz._qid("next", text, None, "greedy", 1, EN_PT)
+    pills = at.get("button_group")[0].proto.options  # the step's top tokens, alphabetically, not the source's pieces
+    assert [p.content for p in pills] == sorted(p.content for p in pills) and any(p.content == "▁O" for p in pills)
+    at.session_state[f"{qid}_guess"] = [p.content for p in pills].index("▁O")
+    at.run()
+    at.button(key=f"{qid}_reveal").click().run()
+    assert_ok(at)
+    assert at.session_state[quiz.SCORE] == {"asked": 1, "right": 1}
+    assert charts(at)  # revealed: the top-5
+
+
 def test_tour_back_to_seq2seq_tiny_after_a_translator():
     at = _open("tour", "en")
     at.session_state["_tour_step"] = 13

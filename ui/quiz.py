@@ -150,7 +150,7 @@ def next_token_question(view: View, run: DecodingRun, step: int, lg: str) -> boo
         if tok not in options:
             options.append(tok)
     answer = options.index(s.chosen)
-    qid = _qid("next", view.text, run.task, run.mode, step)
+    qid = _qid("next", view.text, run.task, run.mode, step, *([run.model] if run.task is None else []))  # translator
     question = t("quiz.next.q", lg, step=step, last=md_escape(s.inputs[-1]))
     guess = _ask(qid, question, options, answer, lg)
     if guess is None:

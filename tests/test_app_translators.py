@@ -173,6 +173,15 @@ def test_tour_decoder_steps_use_the_translator_and_its_ssru(lang):
     assert any(m.value.endswith("> O animal não cruzou a rua porque estava cansado") for m in at.markdown)
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_tour_positional_step_says_marian_order(lang):
+    at = _open("tour", lang)
+    at.session_state["_tour_step"] = 3
+    at.run()
+    assert_ok(at)
+    assert t("trpages.notes.positional.marian", lang, model=EN_PT, half=128) in " ".join(i.value for i in at.info)
+
+
 def test_tour_next_token_quiz_on_a_translator():
     from ui import quiz
 

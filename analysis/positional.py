@@ -17,11 +17,12 @@ MAX_POSITIONS = 2048
 MAX_D_MODEL = 1024
 
 
-def sinusoidal(n: int, d: int) -> np.ndarray:
-    """PE (n, d) float32 from the model's own formula."""
+def sinusoidal(n: int, d: int, layout: str = "interleaved") -> np.ndarray:
+    """PE (n, d) float32 from the model's own formula; `layout` as model.positional.sinusoidal_table ("marian": a
+    Bergamot translator's, the sines of every frequency then the cosines)."""
     if not (1 <= n <= MAX_POSITIONS and 2 <= d <= MAX_D_MODEL):
         raise ValueError(f"choose 1..{MAX_POSITIONS} positions and d_model 2..{MAX_D_MODEL}; got {n} x {d}")
-    return readonly(sinusoidal_table(n, d).numpy().astype(np.float32))
+    return readonly(sinusoidal_table(n, d, layout=layout).numpy().astype(np.float32))
 
 
 def similarity(pe: np.ndarray, cosine: bool = False) -> np.ndarray:

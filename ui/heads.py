@@ -18,6 +18,7 @@ from viz import heads as vh
 
 from . import runs
 from .readable import MULTILINGUAL
+from .seq2seq import is_translator
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
@@ -56,11 +57,12 @@ def task_label(task: str, lang: str) -> str:
 
 
 def head_options(view: View) -> list[str]:
-    """Every head of the model as "layer.head" (encoder) or "block:layer.head" (decoder blocks)."""
+    """Every head of the model as "layer.head" (encoder) or "block:layer.head" (decoder blocks; an SSRU decoder has
+    no self-attention heads, analysis.heads.ablatable_blocks)."""
     cfg, m = view.model.config, view.model
     out = [f"{i}.{h}" for i in range(m.n_layers(m.main_block)) for h in range(m.n_heads("encoder"))]
     if cfg.is_encoder_decoder:
-        out += [f"{b}:{i}.{h}" for b in ("decoder_self", "cross") for i in range(cfg.n_decoder_layers)
+        out += [f"{b}:{i}.{h}" for b in ah.ablatable_blocks(m)[1:] for i in range(cfg.n_decoder_layers)
                 for h in range(m.n_heads(b))]
     return out
 
@@ -169,16 +171,19 @@ def surgery(view: View) -> None:
         task = (st.radio(t("heads.task", lg), TASKS, horizontal=True, key="hl_task",
                          format_func=lambda x: task_label(x, lg)) if has_tasks(view) else None)
         effect = runs.decoder_effect(view.model_name, view.device, view.text, picked, mode, task)
-        st.code(t("heads.surgery.outputs", lg, before=" ".join(effect.output_before),
-                  after=" ".join(effect.output_after)), language=None)
-        if task is None:  # a model without tasks (a local BART / Marian): does the greedy output change?
-            same = effect.output_before == effect.output_after
-            (st.success if same else st.warning)(t("heads.surgery.next_same" if same else "heads.surgery.next_changed",
-                                                   lg))
+        if is_translator(view.model_name):  # the translation itself, with and without the heads
+            translation_change(view, effect)
         else:
-            (st.success if effect.exact_after else st.warning)(
-                t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
-                  task=task_label(task, lg)))
+            st.code(t("heads.surgery.outputs", lg, before=" ".join(effect.output_before),
+                      after=" ".join(effect.output_after)), language=None)
+            if task is None:  # a model without tasks (a local BART / Marian): does the greedy output change?
+                same = effect.output_before == effect.output_after
+                (st.success if same else st.warning)(
+                    t("heads.surgery.next_same" if same else "heads.surgery.next_changed", lg))
+            else:
+                (st.success if effect.exact_after else st.warning)(
+                    t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
+                      task=task_label(task, lg)))
         rows = effect.top_rows()
         chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
             np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
@@ -198,6 +203,25 @@ def surgery(view: View) -> None:
             grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
             "head-effects"))
         table(rename_columns(grid.rows()[:12], lg), view.lecture, key="hl_effect_table")
+
+
+def translation_change(view: View, effect) -> None:
+    """A translator's greedy translation (within its shortlist, as the Encoder-decoder page decodes) with and
+    without the chosen heads, detokenized, and whether it changed; an SSRU decoder has no self-attention heads to
+    offer, which the caption says."""
+    lg, m = view.lang, view.model
+    if "decoder_self" not in ah.ablatable_blocks(m):
+        st.caption(t("trpages.surgery.no_self", lg))
+    st.markdown(t("trpages.surgery.translation", lg, source=t(f"s2s.lang.{m.source_lang}", lg),
+                  target=t(f"s2s.lang.{m.target_lang}", lg)))
+    st.code(t("heads.surgery.outputs", lg, before=effect.text_before, after=effect.text_after), language=None,
+            wrap_lines=True)
+    same = effect.text_before == effect.text_after
+    if not effect.heads:
+        st.info(t("trpages.surgery.pick", lg), icon=":material/touch_app:")
+    else:
+        (st.success if same else st.warning)(t("trpages.surgery.same" if same else "trpages.surgery.changed", lg,
+                                               n=len(effect.heads)))
 
 
 def shown_layer(view: View, after: list[int]) -> int:

@@ -83,6 +83,8 @@ def look_ahead_section(view: View) -> None:
     encdec, note = store.lab_encoder_decoder(view.device)
     if note:
         st.caption(note)
+    if view.model.config.is_encoder_decoder and view.model.config.decoder_mixer == "ssru":  # a translator (Bergamot)
+        st.info(t("trpages.masks.ssru", lg, model=view.model_name, lab=encdec.name), icon=":material/info:")
     layer, head = min(view.layer, encdec.config.n_decoder_layers - 1), min(view.head, encdec.n_heads("decoder_self") - 1)
     dec = runs.decoder_run(encdec.name, view.device, sentence, n_pad, layer)
     st.caption(t("masks.decoder_caption", lg, model=encdec.name, source=" ".join(dec.source_tokens),

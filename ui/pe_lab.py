@@ -85,9 +85,14 @@ def sentence_parts(view: View) -> None:
     them, else the picker's) and in the labs' encoder-decoder (sinusoidal), one tab each."""
     lg = view.lang
     learned = learned_model_picker(view, "pe_parts_model")
-    encdec, note = store.lab_encoder_decoder(view.device)
+    if model_layout(view) is not None:  # the sidebar's own sinusoids, in its own order (a translator's)
+        encdec, note = view.model, None
+    else:
+        encdec, note = store.lab_encoder_decoder(view.device)
     keys, names, kinds = ["pe.parts.sinusoidal"], [encdec.name], ["sinusoidal"]
-    if learned is not None:
+    if learned is not None and note is None and encdec is view.model:  # the sidebar's sinusoids come first
+        keys, names, kinds = [*keys, "pe.parts.learned"], [*names, learned], [*kinds, "learned"]
+    elif learned is not None:
         keys, names, kinds = ["pe.parts.learned", *keys], [learned, *names], ["learned", *kinds]
     tabs = lazy_tabs(keys, "pe_parts_tab", lg, model=encdec.name, learned=learned or "")
     for tab, name, kind in zip(tabs, names, kinds):
@@ -112,18 +117,35 @@ def sentence_parts(view: View) -> None:
                 st.caption(note)
 
 
+def model_layout(view: View) -> str | None:
+    """The sidebar's model's own order of its sinusoid columns when it is not the paper's (a Bergamot translator:
+    "marian", the sines of every frequency first, then the cosines), else None."""
+    config = getattr(view.model, "config", None)
+    if config is None or config.positional != "sinusoidal" or config.sinusoid_layout == "interleaved":
+        return None
+    return config.sinusoid_layout
+
+
 def pe_table_section(view: View) -> None:
-    """The sinusoidal table for chosen sizes, its columns as curves, and the position-to-position similarity."""
+    """The sinusoidal table for chosen sizes, its columns as curves, and the position-to-position similarity; laid
+    out as the sidebar's model lays it out when that differs from the paper (a translator's Marian sinusoids)."""
     lg, lecture = view.lang, view.lecture
+    layout = model_layout(view)
+    if layout is not None and not st.toggle(t("trpages.pe.own_layout", lg, model=view.model_name,
+                                              d=view.model.config.d_model), value=True, key="pe_own_layout",
+                                            help=t("trpages.pe.own_layout_help", lg)):
+        layout = None
     c1, c2 = st.columns(2)
     n = c1.slider(t("pe.positions", lg), 1, MAX_POSITIONS, 50, key="pe_n", persist_state="session")
     d = c2.slider(t("pe.d_model", lg), 2, MAX_D_MODEL, 128, step=2, key="pe_d", persist_state="session")
-    pe = runs.pe_table(n, d)
+    pe = runs.pe_table(n, d, layout or "interleaved")
     title = t("pe.export.table", lg, n=n, d=d)
-    chart(vp.pe_heatmap(pe, lecture=lecture, lang=lg), "pe_heat",
-          pe_export(pe, title, t("pe.axis.dim", lg), lg, filename=t("pe.export.table", "en", n=n, d=d),
+    fig_title = t("trpages.pe.fig.table", lg, model=view.model_name, n=n, d=d) if layout else ""
+    chart(vp.pe_heatmap(pe, title=fig_title, lecture=lecture, lang=lg), "pe_heat",
+          pe_export(pe, fig_title or title, t("pe.axis.dim", lg), lg, filename=t("pe.export.table", "en", n=n, d=d),
                     cmap="RdBu_r", vmin=-1, vmax=1))
-    st.caption(pooling_note(pe.shape, 384, lg) or t("pe.table_caption", lg))
+    st.caption(pooling_note(pe.shape, 384, lg) or t("trpages.pe.table_caption" if layout else "pe.table_caption", lg,
+                                                     half=d // 2))
 
     st.subheader(t("pe.curves", lg))
     st.session_state["pe_dims"] = [j for j in st.session_state.get("pe_dims", []) if j < d] or vp.default_dims(d)
@@ -135,7 +157,7 @@ def pe_table_section(view: View) -> None:
 
     st.subheader(t("pe.similarity", lg))
     cosine = st.toggle(t("pe.cosine", lg), key="pe_cosine", persist_state="session")
-    sim = runs.pe_similarity(n, d, cosine)
+    sim = runs.pe_similarity(n, d, cosine, layout or "interleaved")
     kind = "cosine" if cosine else "dot"
     chart(vp.similarity_heatmap(sim, title=f"PE · PEᵀ ({n} × {n})", cosine=cosine, lecture=lecture, lang=lg), "pe_sim",
           pe_export(sim, t(f"pe.export.similarity_{kind}", lg), t("pe.axis.position", lg), lg,

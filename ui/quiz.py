@@ -139,14 +139,18 @@ def prev_head_question(view: View, layer: int, lg: str) -> bool:
 
 def next_token_question(view: View, run: DecodingRun, step: int, lg: str) -> bool:
     """(c) Which token will the decoder emit at this step? Options: the source's text tokens, <eos>, and the
-    emitted token (so the answer is always there); the reveal uses the step's top-5 probabilities."""
+    emitted token (so the answer is always there; a translator: its top-5 and the emitted token); the reveal uses the
+    step's top-5 probabilities."""
     s = run.steps[step - 1]
     options: list[str] = []
-    for tok in [*run.source_tokens[1:-1], run.expected[-1], s.chosen]:
+    # seq2seq-tiny copies, reverses or swaps the source: its text tokens and <eos>; a translator (no task answer)
+    # writes another language: the step's top tokens, in alphabetical order so that the order does not tell
+    pool = [*run.source_tokens[1:-1], run.expected[-1]] if run.task is not None and run.expected else sorted(s.top_tokens)
+    for tok in [*pool, s.chosen]:
         if tok not in options:
             options.append(tok)
     answer = options.index(s.chosen)
-    qid = _qid("next", view.text, run.task, run.mode, step)
+    qid = _qid("next", view.text, run.task, run.mode, step, *([run.model] if run.task is None else []))  # translator
     question = t("quiz.next.q", lg, step=step, last=md_escape(s.inputs[-1]))
     guess = _ask(qid, question, options, answer, lg)
     if guess is None:

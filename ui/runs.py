@@ -151,13 +151,13 @@ def teacher_forced_run(name: str, device: str, text: str, task: str | None, targ
 
 
 @memo
-def pe_table(n: int, d: int) -> np.ndarray:
-    return positional.sinusoidal(n, d)  # (n, d)
+def pe_table(n: int, d: int, layout: str = "interleaved") -> np.ndarray:
+    return positional.sinusoidal(n, d, layout)  # (n, d)
 
 
 @memo(spinner="cache.similarity")
-def pe_similarity(n: int, d: int, cosine: bool) -> np.ndarray:
-    return positional.similarity(pe_table(n, d), cosine)  # (n, n)
+def pe_similarity(n: int, d: int, cosine: bool, layout: str = "interleaved") -> np.ndarray:
+    return positional.similarity(pe_table(n, d, layout), cosine)  # (n, n)
 
 
 def learned_positions(name: str, device: str) -> tuple[np.ndarray, np.ndarray]:

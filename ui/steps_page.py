@@ -56,7 +56,13 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     names = vs_steps.step_tabs(view.block, last, pre_ln)
     if pre_ln:
         st.caption(t("steps.decoder_only", lang, norm="RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"))
-    return list(zip(names, lazy_tabs([f"steps.tab.{n}" for n in names], "steps_tab", lang)))
+    keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
+    return list(zip(names, lazy_tabs(keys, "steps_tab", lang)))
+
+
+def ssru(view: View) -> bool:
+    """Whether the model's decoder has an SSRU where masked self-attention would be (a Bergamot translator)."""
+    return view.model.config.is_encoder_decoder and view.model.config.decoder_mixer == "ssru"
 
 
 def draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: int) -> None:
@@ -82,9 +88,10 @@ def layer_section(view: View, name: str, lang: str) -> None:
     tokens = view.trace.axis_tokens(block)[0]
     n, d = sub["x"].shape
     lg, lecture, prefix = lang, view.lecture, f"steps_{name}"
-    st.caption(t(f"steps.{name}.note", lg, layer=view.layer))
+    mixer = name == "add_norm_dec" and ssru(view)  # the SSRU's output, not a self-attention's, is added
+    st.caption(t("trpages.steps.add_norm_dec_ssru.note" if mixer else f"steps.{name}.note", lg, layer=view.layer))
     if name in ("add_norm", "add_norm_dec"):
-        st.latex(FORMULA_ADD_NORM.replace("Sublayer", "MultiHead"))
+        st.latex(FORMULA_ADD_NORM.replace("Sublayer", "SSRU" if mixer else "MultiHead"))
         figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
                                    lang=lg, lecture=lecture)
     elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)

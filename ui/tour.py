@@ -5,7 +5,8 @@ model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
     -> Concat and W_O -> Add & Norm -> Feed Forward -> decoder masked self-attention -> cross-attention
     -> output probabilities -> what changed since 2017
 
-Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so; step 15 puts the sidebar's
+Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so, or the sidebar's model
+when it is a translator (Bergamot: its SSRU's forget gate stands where masked self-attention would); step 15 puts the sidebar's
 model's design choices beside the paper's (viz.since: from its config and tokenizer, no text needed). Every number comes from
 ui.runs (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
 from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
@@ -25,6 +26,7 @@ import streamlit as st
 from i18n import t
 from model.data import TASKS
 from model.trace import AttentionTrace
+from viz import alignment as va
 from viz import seq2seq as vs
 from viz import tour as vt
 from viz.heatmap import heatmap
@@ -35,6 +37,7 @@ from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
 from . import quiz, runs, store
+from .seq2seq import is_translator, translator_notice
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
 from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
@@ -142,6 +145,8 @@ def render(view: View) -> None:
     if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
         st.info(" ".join(notes), icon=":material/memory:")
     formula = since_formula(facts) if key == "since" else (step_formula(key, facts) if facts else None)
+    if key == "decoder_self" and ssru_decoder(view):  # no look-ahead softmax to write: the SSRU's recurrence
+        formula = SSRU_FORMULA
     st.latex(formula or FORMULAS[key])
     if key in DECODER_STEPS:
         _decoder_step(view, key, lg, quiz_on)
@@ -326,22 +331,58 @@ def _since_step(facts: ModelFacts, lg: str) -> None:
     st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
 
 
-# ---- decoder steps (seq2seq-tiny) --------------------------------------------------------------------------------
+# ---- decoder steps (seq2seq-tiny, or the sidebar's translator) ---------------------------------------------------
+SSRU_FORMULA = (r"f_t = \sigma(W_f x_t + b_f),\quad c_t = f_t \odot c_{t-1} + (1 - f_t) \odot W x_t,\quad "
+                r"h_t = \operatorname{ReLU}(c_t)")
+
+
+def decoder_model(view: View) -> str:
+    """The model of the decoder steps: the sidebar's model when it is a translator (Bergamot), else seq2seq-tiny."""
+    return view.model_name if is_translator(view.model_name) else DECODER_MODEL
+
+
+def ssru_decoder(view: View) -> bool:
+    """Whether the decoder steps run a decoder with an SSRU in place of masked self-attention (a translator)."""
+    return decoder_model(view) != DECODER_MODEL and view.model.config.decoder_mixer == "ssru"
+
+
+def _decoder_note(view: View, name: str, lg: str) -> None:
+    if name == DECODER_MODEL:
+        st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon=":material/sync_alt:")
+        return
+    m = view.model
+    st.info(t("trpages.tour.translator_note", lg, model=name, source=t(f"s2s.lang.{m.source_lang}", lg),
+              target=t(f"s2s.lang.{m.target_lang}", lg)), icon=":material/translate:")
+
+
+def _pick(key: str, options: list) -> None:
+    """Keep a decoder picker's session value among this model's options (seq2seq-tiny and a translator differ)."""
+    if key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
+
+
 def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
-    st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon=":material/sync_alt:")
+    name = decoder_model(view)
+    _decoder_note(view, name, lg)
     if not view.text.strip():
         st.info(t("tour.need_text", lg), icon=":material/edit:")
         return
-    loaded = store.get_model(DECODER_MODEL, view.device)
+    loaded = store.get_model(name, view.device)
+    if name != DECODER_MODEL and (unknown := loaded.unknown_words(view.text)):  # Korean, say: it reads en / pt
+        translator_notice(loaded, unknown, lg)
+    ssru = key == "decoder_self" and ssru_decoder(view)
     c1, c2, c3 = st.columns([2, 1, 1])
     task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
-                    format_func=lambda x: t(f"tour.task.{x}", lg))
-    run = runs.decoding_run(view.device, view.text, task, False)
+                    format_func=lambda x: t(f"tour.task.{x}", lg)) if name == DECODER_MODEL else None
+    run = runs.decoding_run(view.device, view.text, task, False, name=name)
     n_layers, n_heads = loaded.config.n_decoder_layers, loaded.n_heads("cross")
+    _pick("tour_dec_layer", list(range(n_layers)))
+    _pick("tour_dec_head", ["mean", *range(n_heads)])
     layer = c2.selectbox(t("tour.dec_layer", lg), range(n_layers), index=n_layers - 1, key="tour_dec_layer",
                          format_func=lambda i: t("tour.layer_n", lg, i=i))
-    head = c3.selectbox(t("tour.dec_head", lg), ["mean", *range(n_heads)], key="tour_dec_head",
-                        format_func=lambda h: t("tour.head_mean", lg) if h == "mean" else t("tour.head_n", lg, i=h))
+    head = "mean" if ssru else c3.selectbox(
+        t("tour.dec_head", lg), ["mean", *range(n_heads)], key="tour_dec_head",
+        format_func=lambda h: t("tour.head_mean", lg) if h == "mean" else t("tour.head_n", lg, i=h))
     n = len(run.steps)
     ss = st.session_state
     if not isinstance(ss.get("tour_dec_step"), int) or not 1 <= ss["tour_dec_step"] <= n:
@@ -353,19 +394,21 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
     st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
     st.caption(t("tour.dec_inputs", lg, step=step, n=n))
     st.code(" ".join(s.inputs), language=None, wrap_lines=True)
-    if key == "decoder_self":
+    if key == "decoder_self" and not run.has_self_attention:  # an SSRU: its forget gate, not an empty triangle
+        _forget_gate(view, run, step, layer, name, lg)
+    elif key == "decoder_self":
         fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
                  t("tour.axis.dec_input", lg))
-        title = f"{DECODER_MODEL} · " + t("tour.fig.dec_self", lg, where=where, step=step)
+        title = f"{name} · " + t("tour.fig.dec_self", lg, where=where, step=step)
         chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
-                                           view.text, f"{DECODER_MODEL}-decoder-self", heatmap=dict(masked=blocked)))
+                                           view.text, f"{name}-decoder-self", heatmap=dict(masked=blocked)))
     elif key == "cross":
         fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
-        title = f"{DECODER_MODEL} · " + t("tour.fig.cross", lg, where=where)
+        title = f"{name} · " + t("tour.fig.cross", lg, where=where)
         chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
-                                        view.text, f"{DECODER_MODEL}-cross"))
+                                        view.text, f"{name}-cross"))
         fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
                                             out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
@@ -377,3 +420,20 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
                                  t("tour.axis.probability", lg)), key="tour_topk")
         st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))
+    if run.output_text and key == "output":  # a translator: where greedy decoding ends, detokenized
+        st.markdown(t("s2s.translation", lg) + f"\n\n> {md_escape(run.output_text)}")
+
+
+def _forget_gate(view: View, run, step: int, layer: int, name: str, lg: str) -> None:
+    """The SSRU that stands where masked self-attention would: the note, and its forget gate over the inputs so far
+    (viz.alignment), one figure per decoder layer picked above."""
+    st.info(t("trpages.tour.ssru", lg, model=name), icon=":material/info:")
+    s = run.steps[step - 1]
+    gates = run.forget_gates[layer, :step]  # (t, d): the decoder inputs so far
+    title = t("trpages.tour.fig.forget", lg, layer=layer, step=step)
+    fig = va.forget_gate_figure(s.inputs, gates, lang=lg, lecture=view.lecture,
+                                title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>")
+    chart(fig, "tour_forget", Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs),
+                                     f"{name} · {title}", view.text, f"{name}-forget-gate-L{layer}-step{step}",
+                                     heatmap=dict(vmin=0, vmax=1)))
+    st.caption(va.forget_gate_caption(lg))

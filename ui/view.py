@@ -36,14 +36,6 @@ TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token pick
 BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder
 
 
-def model_blocks(model, kind: str) -> list[str]:
-    """The attention blocks of a model without a trace at hand: its kind's, less the decoder self-attention that an
-    SSRU decoder (a Bergamot translator) does not have."""
-    blocks = BLOCKS_OF_KIND.get(kind, ["encoder"])
-    ssru = getattr(getattr(model, "config", None), "decoder_mixer", "attention") == "ssru"
-    return [b for b in blocks if not (ssru and b == "decoder_self")]
-
-
 # ---- the view ---------------------------------------------------------------------------------------------------
 @dataclass
 class View:
@@ -78,6 +70,14 @@ class View:
         decoder may have more layers or heads than its encoder)."""
         return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
                                    head=min(self.head, self.model.n_heads(block) - 1))
+
+
+def kind_blocks(model, kind: str) -> list[str]:
+    """The attention blocks of a model with no trace yet (no text): its kind's, less the decoder self-attention that
+    an SSRU decoder (a Bergamot translator) does not have."""
+    blocks = BLOCKS_OF_KIND.get(kind, ["encoder"])
+    ssru = getattr(getattr(model, "config", None), "decoder_mixer", "attention") == "ssru"
+    return [b for b in blocks if not (ssru and b == "decoder_self")]
 
 
 def block_layers(model, block: str) -> int:
@@ -162,7 +162,7 @@ def resolve(controls: Controls, model, trace: AttentionTrace | None, *, kind: st
         return cur
 
     # block (encoder-decoder only), then layer / head / token, clamped to this model
-    blocks = trace.blocks if trace is not None else model_blocks(model, kind)
+    blocks = trace.blocks if trace is not None else kind_blocks(model, kind)
     if K_BLOCK in pending:
         raw = pending[K_BLOCK]
         used.append(K_BLOCK)

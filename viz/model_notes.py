@@ -60,6 +60,7 @@ class ModelFacts:
     after: tuple[str, ...] = ()  # and after it ("[SEP]"; "</s>")
     vocab_specials: tuple[str, ...] = ()  # the vocabulary's special tokens (TextTokenizer.special_tokens)
     pad: str | None = None  # the padding token ("[PAD]", "<pad>")
+    sinusoid_layout: str = "interleaved"  # the sinusoids' column order: the paper's, "halves" or "marian" (Bergamot)
 
     @classmethod
     def from_config(cls, name: str, config, *, scheme: str | None = None, tokens: list[str] | None = None,
@@ -77,7 +78,8 @@ class ModelFacts:
                    vocab_size=config.vocab_size, tie_embeddings=config.tie_embeddings,
                    share_embeddings=config.share_embeddings,
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
-                   before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad)
+                   before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad,
+                   sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"))
 
     @classmethod
     def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:
@@ -183,6 +185,8 @@ def _scaling(f: ModelFacts, lg: str) -> str:
 def _positional(f: ModelFacts, lg: str) -> list[str]:
     if f.positional == "sinusoidal":
         out = [t("notes.positional.sinusoidal", lg, model=f.name)]
+        if f.sinusoid_layout == "marian":  # a Bergamot translator: the same waves, in Marian's order
+            out.append(t("trpages.notes.positional.marian", lg, model=f.name, half=f.d_model // 2))
     elif f.positional == "learned":
         out = [t("notes.positional.learned", lg, model=f.name, n=f.max_positions)]
     elif f.positional == "rotary":

@@ -59,11 +59,21 @@ def ablations_for(heads: Iterable[HeadRef], mode: str = "zero", *, block: str = 
         raise InputError(str(e), key="ablation_invalid", detail=e) from None
 
 
+def ablatable_blocks(model) -> tuple[str, ...]:
+    """The blocks whose heads can be ablated: the encoder (a decoder-only model's one stack is numbered as the
+    encoder), and an encoder-decoder's decoder self-attention and cross-attention; an SSRU decoder (Bergamot) has no
+    self-attention heads, so only its encoder and cross-attention."""
+    if model.kind != "encoder-decoder":
+        return BLOCKS[:1]
+    ssru = model.config.decoder_mixer == "ssru"
+    return tuple(b for b in BLOCKS if not (ssru and b == "decoder_self"))
+
+
 def _check_heads(model, heads: Iterable[HeadRef], block: str) -> list[HeadRef]:
     heads = list(heads)
+    blocks = ablatable_blocks(model)
     for ref in heads:
         blk, layer, head = (block, *ref) if len(ref) == 2 else ref
-        blocks = BLOCKS if model.kind == "encoder-decoder" else BLOCKS[:1]
         if blk not in blocks:
             raise InputError(f"{model.name} has no {blk!r} attention; it has {', '.join(blocks)}.", key="no_block",
                              model=model.name, block=repr(blk), blocks=", ".join(blocks))

@@ -13,7 +13,7 @@ from viz import alignment as va
 from viz import seq2seq as vs
 from viz.theme import column_width
 
-from .view import View, md_escape
+from .view import View, md_escape, model_label
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
@@ -36,7 +36,8 @@ def page_model(view: View) -> str:
     if ss.get("s2s_model") not in options:
         ss["s2s_model"] = view.model_name if view.model_name in options else MODEL
     return st.selectbox(t("s2s.model", view.lang), options, key="s2s_model",
-                        format_func=lambda n: get_spec(n).label, help=t("s2s.model_help", view.lang))
+                        format_func=lambda n: model_label(n, view.lang), help=t("s2s.model_help", view.lang))
+
 
 
 def is_translator(name: str) -> bool:
@@ -192,5 +193,5 @@ def translator_notice(model, unknown: list[str], lang: str) -> None:
     """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
     read the text."""
     examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
-    st.warning(t("s2s.translator_unreadable", lang, model=get_spec(model.name).label, n=len(unknown),
+    st.warning(t("s2s.translator_unreadable", lang, model=model_label(model.name, lang), n=len(unknown),
                  examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas  # noqa: F401 - imported once here: plotly imports it lazily, and two sessions doing that at once crashed
 import streamlit as st
 
-from i18n import LANG_NAMES, LANGS, catalogue, error_message, t
+from i18n import LANG_NAMES, LANGS, error_message, t
 from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
@@ -48,6 +48,7 @@ from .view import (
     Controls,
     Resolution,
     View,
+    model_label,
     resolve,
 )
 from .widgets import document_lang, session_lang
@@ -110,13 +111,6 @@ def session_pages(lang: str) -> list:
 def own_model(page: str) -> bool:
     """Whether the page at this url path runs its own model (no sidebar trace)."""
     return page in BY_NAME and BY_NAME[page].own_model
-
-
-def model_label(name: str, lang: str) -> str:
-    """The model picker's label in the interface language: the catalogue's, or (a folder registered by whoever started
-    the app) the registry's."""
-    key = f"shell.model.{name}"
-    return t(key, lang) if key in catalogue(lang) else get_spec(name).label
 
 
 def settle_state() -> None:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis.explore import default_token
-from i18n import Shown, t
+from i18n import Shown, catalogue, t
+from model.registry import get_spec
 
 if TYPE_CHECKING:
     from model.trace import AttentionTrace
@@ -70,6 +71,13 @@ class View:
         decoder may have more layers or heads than its encoder)."""
         return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
                                    head=min(self.head, self.model.n_heads(block) - 1))
+
+
+def model_label(name: str, lang: str) -> str:
+    """A model's label in the interface language: the catalogue's (shell.model.<name>), or (a folder registered by
+    whoever started the app) the registry's."""
+    key = f"shell.model.{name}"
+    return t(key, lang) if key in catalogue(lang) else get_spec(name).label
 
 
 def kind_blocks(model, kind: str) -> list[str]:

@@ -142,3 +142,16 @@ def test_multi_query_qwen_biases_and_an_untied_decoder():
     plain = ModelFacts.from_config("plain", cfg.replace(positional="none"), scheme=None)
     assert rows(plain)["positions"].model.startswith("None") and rows(plain)["vocab"].model.startswith("Whole words")
     assert rows(plain)["context"].same
+
+
+def test_the_translators_ssru_decoder_is_a_change_since_2017():
+    from model.registry import get_spec
+    from viz.model_notes import ModelFacts
+    from viz.since import since_rows
+
+    config = get_spec("bergamot-en-pt").read_config()
+    assert config is not None and config.decoder_mixer == "ssru"
+    for lang, word in (("en", "SSRU"), ("ko", "SSRU")):
+        stack = since_rows(ModelFacts.from_config("bergamot-en-pt", config), lang)[0]
+        assert stack.key == "stack" and not stack.same and word in stack.model and "6 + 2" in stack.model
+        assert "Kim et al. 2019" in stack.why

@@ -61,6 +61,7 @@ class ModelFacts:
     vocab_specials: tuple[str, ...] = ()  # the vocabulary's special tokens (TextTokenizer.special_tokens)
     pad: str | None = None  # the padding token ("[PAD]", "<pad>")
     sinusoid_layout: str = "interleaved"  # the sinusoids' column order: the paper's, "halves" or "marian" (Bergamot)
+    decoder_mixer: str = "attention"  # the decoder's self-mixing sublayer: masked self-attention, or an SSRU (Bergamot)
 
     @classmethod
     def from_config(cls, name: str, config, *, scheme: str | None = None, tokens: list[str] | None = None,
@@ -79,7 +80,8 @@ class ModelFacts:
                    share_embeddings=config.share_embeddings,
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
                    before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad,
-                   sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"))
+                   sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"),
+                   decoder_mixer=getattr(config, "decoder_mixer", "attention"))
 
     @classmethod
     def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:

@@ -40,6 +40,8 @@ def _ratio(a: int, b: int) -> str:
 
 def _stack(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
     kind = {"encoder-decoder": "encdec", "encoder": "encoder", "decoder": "decoder"}[f.kind]
+    if kind == "encdec" and f.decoder_mixer == "ssru":  # Bergamot: a deep encoder, a shallow decoder with an SSRU
+        kind = "ssru"
     text = t(f"since.model.stack.{kind}", lg, e=f.n_encoder_layers, d=f.n_decoder_layers)
     return text, kind == "encdec", "" if kind == "encdec" else t(f"since.why.stack.{kind}", lg)
 

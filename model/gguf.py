@@ -16,6 +16,7 @@ lies outside the file, each a WeightsError that names the file and what is wrong
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 from dataclasses import dataclass
@@ -148,11 +149,16 @@ class GGUFFile:
             except ValueError:
                 self.fail(f"tensor {name} has an unknown type {raw_type}")
             infos.append((name, qtype, tuple(reversed(dims)), offset))
-        align = int(self.metadata.get("general.alignment", ALIGNMENT))
+        align = self.metadata.get("general.alignment", ALIGNMENT)
+        if isinstance(align, (bool, str, list, np.ndarray, float)) or not 0 < int(align) <= 1 << 20:
+            self.fail(f"general.alignment is {align!r}, not a positive number of bytes")  # 0 divided by zero below
+        align = int(align)
         data_start = (self.pos + align - 1) // align * align
         for name, qtype, shape, offset in infos:
             block, type_size = GGML_QUANT_SIZES[qtype]
-            n = int(np.prod(shape))
+            n = math.prod(shape)  # Python's integers: np.prod wraps at 2**64, and a hostile size then passed as 0 bytes
+            if n == 0:
+                self.fail(f"tensor {name} has an empty dimension {shape}")
             if shape[-1] % block:
                 self.fail(f"tensor {name}'s rows of {shape[-1]} are not whole {qtype.name} blocks")
             nbytes = n // block * type_size

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from .activations import activation
-from .attention import HeadAblation, MultiHeadAttention, record_wanted
+from .attention import HeadAblation, MaskBias, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
 
 
@@ -104,19 +104,23 @@ class Layer(nn.Module):
         return y
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record=False,
-                ablation: dict[str, HeadAblation] | None = None):
+                ablation: dict[str, HeadAblation] | None = None, biases: tuple | None = None):
         """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
-        "cross"?: ..., "layer": the record when recording})"""
+        "cross"?: ..., "layer": the record when recording}). biases: (MaskBias.of(mask), MaskBias.of(memory_mask)),
+        made once by the stack (made here when not given)."""
+        bias, memory_bias = biases or (None, None)
         rec = ({"x": x, "memory": memory} if memory is not None else {"x": x}) if record else None
         abl = ablation or {}
         attn = {}
 
         def self_attention(inp):
-            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"))
+            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"),
+                                          mask_bias=bias)
             return attn["self"].output
 
         def cross_attention(inp):
-            attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"))
+            attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"),
+                                            mask_bias=memory_bias)
             return attn["cross"].output
 
         norms = self.norms
@@ -162,9 +166,11 @@ class Stack(nn.Module):
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
+        biases = (MaskBias.of(mask, x.dtype), MaskBias.of(memory_mask, x.dtype))  # once for every layer
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
-            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i))
+            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
+                            biases=biases)
             out.self_attention.append(attn["self"].weights)
             if "cross" in attn:
                 out.cross_attention.append(attn["cross"].weights)

@@ -89,6 +89,8 @@ def test_smollm2_qkv_step_shows_q_and_k_before_and_after_rope(reference, lang):
         np.testing.assert_allclose(np.linalg.norm(after, axis=1), np.linalg.norm(before, axis=1), rtol=1e-4)
     # the V figure is still there, unturned (no "before" of V)
     assert sum(k.startswith("V = X W_V") or k.startswith(t("stage.V", lang)) for k in maps) == 1, list(maps)
+    # the step's formula says which of the three are turned (SmolLM2 has no Q/K/V biases)
+    assert r"Q = R_{\Theta}\,(X W^{Q}),\quad K = R_{\Theta}\,(X W^{K}),\quad V = X W^{V}" in "\n".join(x.value for x in at.latex)
     # the sentences around the two rows, with the numbers of this head
     text = "\n".join(m.value for m in at.markdown)
     check = rope_check(reference)
@@ -116,3 +118,4 @@ def test_a_model_without_rope_keeps_its_three_figures():
     titles = list(_heatmaps(at))
     assert [k.split("  ·  ")[0] for k in titles] == [t(f"stage.{n}", "en") for n in ("Q", "K", "V")]
     assert not any(t("tour.qkv.rope_before", "en")[:12] in m.value for m in at.markdown)
+    assert not any("R_{" in x.value for x in at.latex)

@@ -107,3 +107,57 @@ def test_an_alignment_of_zero(tmp_path):
     assert int.from_bytes(data[at:at + 4], "little") == 64
     data[at:at + 4] = (0).to_bytes(4, "little")
     _malformed(tmp_path / "align.gguf", data, "general.alignment is 0")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> bytes:
+    d = tmp_path_factory.mktemp("tiny")
+    model, _, tok = make_llama(d / "hf", "llama")
+    return write_gguf(model, tok, d / "tiny.gguf", "llama", "F32").read_bytes()
+
+
+def _set_u32(data: bytes, key: str, value: int) -> bytearray:
+    """`data` with the uint32 metadata value of `key` replaced."""
+    out, k = bytearray(data), key.encode()
+    at = out.index(len(k).to_bytes(8, "little") + k) + 8 + len(k)
+    assert int.from_bytes(out[at:at + 4], "little") == 4  # GGUFValueType.UINT32
+    out[at + 4:at + 8] = value.to_bytes(4, "little")
+    return out
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("llama.attention.head_count", 0, "llama.attention.head_count is 0"),  # was a ZeroDivisionError
+    ("llama.attention.head_count_kv", 0, "llama.attention.head_count_kv is 0"),
+    ("llama.block_count", 0, "llama.block_count is 0"),
+])
+def test_a_count_of_zero(tiny, tmp_path, key, value, needle):
+    _malformed(tmp_path / "zero.gguf", _set_u32(tiny, key, value), needle)
+
+
+@pytest.mark.parametrize("values,tensor", [
+    ({"llama.block_count": 4_000_000_000}, "blk.3999999999.attn_norm.weight"),  # the module would have 4e9 layers
+    # 600,000 x 600,000 per layer (in heads of 10, as the file's rope.dimension_count says)
+    ({"llama.embedding_length": 600_000, "llama.attention.head_count": 60_000}, "token_embd.weight"),
+    ({"llama.feed_forward_length": 3_000_000}, "blk.0.ffn_up.weight"),
+], ids=["layers", "width", "ffn"])
+def test_sizes_the_file_does_not_hold_are_refused_before_the_module_is_built(tiny, tmp_path, values, tensor,
+                                                                              monkeypatch):
+    import model.transformer
+
+    monkeypatch.setattr(model.transformer.Transformer, "__init__", lambda *a, **kw: pytest.fail("module built"))
+    data = tiny
+    for key, value in values.items():
+        data = _set_u32(data, key, value)
+    path = tmp_path / "big.gguf"
+    path.write_bytes(bytes(data))
+    with pytest.raises(WeightsError) as err:
+        load_gguf(CPU, path)
+    assert err.value.key in ("gguf_tensor_shape", "hf_tensor_missing") and tensor in str(err.value), str(err.value)
+
+
+def test_metadata_arrays_nested_too_deep(tmp_path):
+    key = b"deep"
+    data = b"GGUF" + (3).to_bytes(4, "little") + (0).to_bytes(8, "little") + (1).to_bytes(8, "little")
+    data += len(key).to_bytes(8, "little") + key + (9).to_bytes(4, "little")  # an ARRAY
+    data += ((9).to_bytes(4, "little") + (1).to_bytes(8, "little")) * 3000  # of one ARRAY of one ARRAY of ...
+    _malformed(tmp_path / "deep.gguf", data, "nested more than")  # was a RecursionError

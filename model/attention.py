@@ -49,20 +49,43 @@ class AttentionStages:
         return self.scaled * math.sqrt(self.d_k)
 
 
+@dataclass(frozen=True)
+class MaskBias:
+    """A boolean mask as the scores use it, made once per stack for all its layers: `add` is 0 where a query may
+    attend and -inf where it is blocked (the mask's shape), `every_row` whether every query row may attend to some
+    key. Adding `add` gives the same scores as filling the blocked cells with -inf (a finite score plus 0 is itself,
+    up to the sign of a zero), in one pass instead of a copy and a fill with a broadcast mask (2 x 0.3 ms per layer
+    of SmolLM2 at 128 tokens, 5 % of its forward)."""
+
+    add: torch.Tensor
+    every_row: bool
+
+    @classmethod
+    def of(cls, mask: torch.Tensor | None, dtype: torch.dtype = torch.float32) -> MaskBias | None:
+        if mask is None:
+            return None
+        add = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+        return cls(add, bool(mask.any(-1).all()))
+
+
 def scaled_dot_product_attention(
     q: torch.Tensor,  # (b, h, n, k)
     k: torch.Tensor,  # (b, h, m, k)
     v: torch.Tensor,  # (b, h, m, k)
     mask: torch.Tensor | None = None,  # bool, True = may attend, broadcasts to (b, h, n, m)
     dropout: float = 0.0,  # on the weights, training only
+    bias: MaskBias | None = None,  # MaskBias.of(mask), when the caller made it once for many layers
 ) -> AttentionStages:
     d_k = q.shape[-1]
     # Q K^T / sqrt(d_k); dividing Q first gives the same product with one (n x k) division instead of an (n x m) one
     scaled = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (b, h, n, m)
-    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+    if mask is not None and bias is None:
+        bias = MaskBias.of(mask, scaled.dtype)
+    masked = scaled if mask is None else scaled + bias.add.to(scaled.dtype)  # blocked cells -inf
     weights = torch.softmax(masked, dim=-1)
-    if mask is not None:
-        # blocked keys get exactly 0; a row whose keys are all blocked (softmax of all -inf is NaN) attends nowhere
+    if mask is not None and not bias.every_row:
+        # blocked keys get exactly 0 (exp(-inf) already is, where a row has a key it may attend); a row whose keys
+        # are all blocked (softmax of all -inf is NaN) attends nowhere
         weights = weights.masked_fill(~mask, 0.0)
     if dropout > 0.0:
         weights = F.dropout(weights, dropout, training=True)
@@ -167,6 +190,7 @@ class MultiHeadAttention(nn.Module):
         *,
         record: bool = False,
         ablation: HeadAblation | None = None,
+        mask_bias: MaskBias | None = None,  # MaskBias.of(mask), made once by the stack
         cache: dict | None = None,
     ) -> AttentionResult:
         """cache (incremental decoding, Transformer.greedy_decode): x holds only the new positions; a self-attention
@@ -190,7 +214,7 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.update(k=k, v=v)
         q = self.split_heads(q)  # (b, h, n, k)
-        q_in, k_in = q, self.shared(k)  # the projections (before any rotation)
+        q_in, k_in = q, k  # the projections (before any rotation; k: the kv heads, not yet shared)
         if self.rotary is not None:
             q, k = self.rotary(q, start), self.rotary(k, start)  # turned by their positions
         if memory is None and cache is not None:
@@ -198,13 +222,14 @@ class MultiHeadAttention(nn.Module):
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (b, g, start + n, k)
             cache.update(k=k, v=v)
         k, v = self.shared(k), self.shared(v)  # (b, h, m, k)
-        stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
+        stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0, mask_bias)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d): Concat(...) W_O + b_O
         rec = None
         if record:  # q, k: what the scores used (after RoPE); q_proj, k_proj: the projections before it
-            rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z, "q_proj": q_in, "k_proj": k_in}
+            rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z, "q_proj": q_in,
+                   "k_proj": k if self.rotary is None else self.shared(k_in)}
         return AttentionResult(output, stages.weights, rec)
 
     def projection_matrices(self) -> dict[str, torch.Tensor]:

@@ -16,6 +16,7 @@ lies outside the file, each a WeightsError that names the file and what is wrong
 
 from __future__ import annotations
 
+import math
 import mmap
 import struct
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from .weights import Fn
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
 ALIGNMENT = 32  # when the file does not say (general.alignment)
+MAX_NESTING = 8  # arrays of arrays in the metadata (a deeper file would exhaust Python's recursion)
 _SCALAR = {GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H",
            GGUFValueType.INT16: "<h", GGUFValueType.UINT32: "<I", GGUFValueType.INT32: "<i",
            GGUFValueType.FLOAT32: "<f", GGUFValueType.BOOL: "<?", GGUFValueType.UINT64: "<Q",
@@ -98,11 +100,13 @@ class GGUFFile:
         except UnicodeDecodeError:
             self.fail(f"a string at byte {start} is not UTF-8")
 
-    def _value(self, vtype: int):
+    def _value(self, vtype: int, depth: int = 0):
         try:
             vtype = GGUFValueType(vtype)
         except ValueError:
             self.fail(f"unknown metadata value type {vtype}")
+        if depth > MAX_NESTING:
+            self.fail(f"metadata arrays are nested more than {MAX_NESTING} deep")
         if vtype == GGUFValueType.STRING:
             return self._string()
         if vtype == GGUFValueType.ARRAY:
@@ -119,7 +123,7 @@ class GGUFFile:
                     start = self._take(n)
                     out.append(buf[start:start + n].decode("utf-8", errors="replace"))
                 return out
-            return [self._value(etype) for _ in range(count)]
+            return [self._value(etype, depth + 1) for _ in range(count)]
         return self._unpack(_SCALAR[vtype])
 
     def _parse(self) -> None:
@@ -148,11 +152,16 @@ class GGUFFile:
             except ValueError:
                 self.fail(f"tensor {name} has an unknown type {raw_type}")
             infos.append((name, qtype, tuple(reversed(dims)), offset))
-        align = int(self.metadata.get("general.alignment", ALIGNMENT))
+        align = self.metadata.get("general.alignment", ALIGNMENT)
+        if isinstance(align, (bool, str, list, np.ndarray, float)) or not 0 < int(align) <= 1 << 20:
+            self.fail(f"general.alignment is {align!r}, not a positive number of bytes")  # 0 divided by zero below
+        align = int(align)
         data_start = (self.pos + align - 1) // align * align
         for name, qtype, shape, offset in infos:
             block, type_size = GGML_QUANT_SIZES[qtype]
-            n = int(np.prod(shape))
+            n = math.prod(shape)  # Python's integers: np.prod wraps at 2**64, and a hostile size then passed as 0 bytes
+            if n == 0:
+                self.fail(f"tensor {name} has an empty dimension {shape}")
             if shape[-1] % block:
                 self.fail(f"tensor {name}'s rows of {shape[-1]} are not whole {qtype.name} blocks")
             nbytes = n // block * type_size
@@ -199,8 +208,8 @@ class GGUFFile:
     def has(self, name: str) -> bool:
         return name in self.tensors
 
-    def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
-        """The tensor `name` as float32, checked against the `shape` the model's config gives."""
+    def check(self, name: str, shape: tuple[int, ...]) -> None:
+        """The file holds the tensor `name` in the `shape` the model's config gives, or a WeightsError."""
         t = self.tensors.get(name)
         if t is None:
             raise WeightsError(f"{self.path}: the file lacks the tensor {name!r} (expected shape {tuple(shape)}).",
@@ -209,6 +218,10 @@ class GGUFFile:
             raise WeightsError(f"{self.path}: tensor {name!r} has shape {t.shape}, expected {tuple(shape)} from the "
                                "file's metadata.", key="gguf_tensor_shape", path=str(self.path), tensor=name,
                                found=str(t.shape), expected=str(tuple(shape)))
+
+    def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """The tensor `name` as float32, checked against the `shape` the model's config gives."""
+        self.check(name, shape)
         self.used.add(name)
         return torch.from_numpy(np.ascontiguousarray(self.array(name)))
 
@@ -264,6 +277,13 @@ def gguf_config(f: GGUFFile):
             f.fail(f"the metadata lacks {arch}.{key}")
         return v
 
+    def count(key: str) -> int:
+        """A size or count of the model: a positive whole number (0 heads would divide by zero below)."""
+        v = need(key)
+        if isinstance(v, float) or not 0 < int(v) < 1 << 32:
+            f.fail(f"{arch}.{key} is {v!r}, not a positive whole number")
+        return int(v)
+
     def refuse(option: str, value) -> None:
         raise WeightsError(f"{f.path}: the option {option}={value!r} is not supported by this app.",
                            key="gguf_option", path=str(f.path), option=option, value=repr(value))
@@ -272,8 +292,8 @@ def gguf_config(f: GGUFFile):
         v = md.get(key)
         if v not in (None, "none", 0):
             refuse(key, v)
-    d, h = int(need("embedding_length")), int(need("attention.head_count"))
-    kv = int(md.get(f"{arch}.attention.head_count_kv", h))
+    d, h = count("embedding_length"), count("attention.head_count")
+    kv = count("attention.head_count_kv") if f"{arch}.attention.head_count_kv" in md else h
     if d % h or h % kv:
         f.fail(f"{h} heads over {kv} key/value heads do not divide the width {d}")
     for key in ("rope.dimension_count", "attention.key_length", "attention.value_length"):
@@ -286,13 +306,20 @@ def gguf_config(f: GGUFFile):
                            key="gguf_no_tokenizer", path=str(f.path))
     emb = f.tensors.get("token_embd.weight")
     vocab = emb.shape[0] if emb is not None else len(tokens)
+    n_layers, d_ff = count("block_count"), count("feed_forward_length")
+    # the sizes the module is built with, checked against the file's tensors first: a header that says a million
+    # layers or a width of 10^6 (each tensor lies inside the file; the metadata does not) is refused before any
+    # memory is taken for it
+    f.check("token_embd.weight", (vocab, d))
+    f.check("blk.0.ffn_up.weight", (d_ff, d))
+    f.check(f"blk.{n_layers - 1}.attn_norm.weight", (d,))
     eos = md.get("tokenizer.ggml.eos_token_id")
     pad = md.get("tokenizer.ggml.padding_token_id", eos)
     qwen2 = arch == "qwen2"
     return TransformerConfig(
-        d_model=d, n_heads=h, n_kv_heads=kv, n_encoder_layers=0, n_decoder_layers=int(need("block_count")),
-        d_ff=int(need("feed_forward_length")), dropout=0.0, vocab_size=vocab,
-        max_positions=min(int(need("context_length")), MAX_POSITIONS), norm="rmsnorm", norm_placement="pre",
+        d_model=d, n_heads=h, n_kv_heads=kv, n_encoder_layers=0, n_decoder_layers=n_layers,
+        d_ff=d_ff, dropout=0.0, vocab_size=vocab,
+        max_positions=min(count("context_length"), MAX_POSITIONS), norm="rmsnorm", norm_placement="pre",
         layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")), activation="silu", gated_ffn=True,
         bias=False, qkv_bias=qwen2, output_bias=False, positional="rotary",
         rope_theta=float(md.get(f"{arch}.rope.freq_base", 10000.0)), scale_embeddings=False,

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .activations import activation
-from .attention import HeadAblation, MultiHeadAttention, record_wanted
+from .attention import HeadAblation, MaskBias, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
 
 
@@ -93,7 +93,7 @@ class SSRU(nn.Module):
         self.linear = nn.Linear(config.d_model, config.d_model, bias=False)  # W
         self.forget = nn.Linear(config.d_model, config.d_model)  # W_f, b_f
 
-    def forward(self, x: torch.Tensor, mask=None, *, record: bool = False, ablation=None,
+    def forward(self, x: torch.Tensor, mask=None, *, record: bool = False, ablation=None, mask_bias=None,
                 cache: dict | None = None) -> SSRUResult:
         """x (b, n, d) -> SSRUResult with output (b, n, d); `mask` and `ablation` do not apply (no heads, causal).
         cache (incremental decoding): x holds only the new positions; the memory goes on from the cached c."""
@@ -150,21 +150,26 @@ class Layer(nn.Module):
         return y
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record=False,
-                ablation: dict[str, HeadAblation] | None = None, cache: dict | None = None):
+                ablation: dict[str, HeadAblation] | None = None, biases: tuple | None = None,
+                cache: dict | None = None):
         """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
-        "cross"?: ..., "layer": the record when recording}). cache (incremental decoding): {"self": {}, "cross": {}}
+        "cross"?: ..., "layer": the record when recording}). biases: (MaskBias.of(mask), MaskBias.of(memory_mask)),
+        made once by the stack (made here when not given). cache (incremental decoding): {"self": {}, "cross": {}}
         filled in place, x holds only the new positions."""
+        bias, memory_bias = biases or (None, None)
         rec = ({"x": x, "memory": memory} if memory is not None else {"x": x}) if record else None
         abl = ablation or {}
         attn = {}
         kw = {} if cache is None else {"cache": cache.setdefault("self", {})}
 
         def self_attention(inp):  # (or the SSRU)
-            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"), **kw)
+            attn["self"] = self.self_attn(inp, mask=mask, record=record, ablation=abl.get("self"), mask_bias=bias,
+                                          **kw)
             return attn["self"].output
 
         def cross_attention(inp):
             attn["cross"] = self.cross_attn(inp, memory, mask=memory_mask, record=record, ablation=abl.get("cross"),
+                                            mask_bias=memory_bias,
                                             **({} if cache is None else {"cache": cache.setdefault("cross", {})}))
             return attn["cross"].output
 
@@ -213,10 +218,11 @@ class Stack(nn.Module):
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
+        biases = (MaskBias.of(mask, x.dtype), MaskBias.of(memory_mask, x.dtype))  # once for every layer
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
             x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
-                            **({} if cache is None else {"cache": cache[i]}))
+                            biases=biases, **({} if cache is None else {"cache": cache[i]}))
             if attn["self"].weights is not None:
                 out.self_attention.append(attn["self"].weights)
             else:  # an SSRU: no weights, its forget gate instead

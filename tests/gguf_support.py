@@ -43,8 +43,40 @@ def _permute(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(model, tok, path: Path, arch: str = "llama", qtype: str = "Q8_0") -> Path:
-    """The model as llama.cpp's converter would write it (arch "llama" or "qwen2")."""
+# gguf 0.19 dequantises the K-quants but cannot quantise to them (NotImplementedError): a file of these types gets
+# random blocks, valid by construction (every bit pattern of the 4-, 5- and 6-bit parts and of the packed 6-bit
+# scales and minimums is a value), with small finite f16 super-block scales
+K_TYPES = ("Q4_K", "Q5_K", "Q6_K")
+# the centre of the unsigned quant levels (Q4_K 0..15, Q5_K 0..31): dmin = d * this keeps each block's mean near 0
+_K_CENTRE = {"Q4_K": 7.5, "Q5_K": 15.5}
+# the range of the super-block scale d per type (normal f16 numbers): weights of std ~0.05 in each, so that attention
+# on d_model 256 is neither uniform nor one-hot
+_K_D = {"Q4_K": (1e-4, 2.7e-4), "Q5_K": (6.5e-5, 1.2e-4), "Q6_K": (3e-4, 8e-4)}
+
+
+def random_k_blocks(shape: tuple[int, int], qtype: str, rng: np.random.Generator) -> np.ndarray:
+    """Random `qtype` (Q4_K, Q5_K or Q6_K) blocks for a float tensor of `shape` (rows of whole 256-value blocks), as
+    the uint8 bytes GGUFWriter.add_tensor takes with raw_dtype; the values it decodes to have a std of ~0.05."""
+    want = GGMLQuantizationType[qtype]
+    block, size = GGML_QUANT_SIZES[want]
+    rows, cols = shape
+    assert cols % block == 0, f"{qtype} rows must be whole blocks of {block} values, not {cols}"
+    n = rows * cols // block
+    raw = rng.integers(0, 256, size=(n, size), dtype=np.uint8)  # the quants and packed scales: any bits are valid
+    d = rng.uniform(*_K_D[qtype], n).astype(np.float16)
+    if qtype == "Q6_K":  # ql (128) qh (64) scales (16 int8) d (f16): value = d * scale * (q - 32)
+        raw[:, 192:208] = rng.integers(-8, 9, size=(n, 16)).astype(np.int8).view(np.uint8)
+        raw[:, 208:210] = d.view(np.uint8).reshape(n, 2)
+    else:  # d (f16) dmin (f16) scales and mins (12, 6-bit) [qh (32), Q5_K] qs: value = d * sc * q - dmin * m
+        raw[:, 0:2] = d.view(np.uint8).reshape(n, 2)
+        raw[:, 2:4] = (d.astype(np.float32) * _K_CENTRE[qtype]).astype(np.float16).view(np.uint8).reshape(n, 2)
+    return raw.reshape(rows, cols // block * size)
+
+
+def write_gguf(model, tok, path: Path, arch: str = "llama", qtype: str = "Q8_0", seed: int = 0) -> Path:
+    """The model as llama.cpp's converter would write it (arch "llama" or "qwen2"). A matrix whose rows are whole
+    blocks of `qtype` is stored in it (F16 / BF16: every matrix), the rest in F32; for a K-quant (K_TYPES) the
+    matrices are random blocks (random_k_blocks, drawn with `seed`), not the model's own weights."""
     cfg = model.config
     h, kv = cfg.num_attention_heads, cfg.num_key_value_heads
     w = GGUFWriter(str(path), arch)
@@ -73,11 +105,13 @@ def write_gguf(model, tok, path: Path, arch: str = "llama", qtype: str = "Q8_0")
     w.add_add_bos_token(False)
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     want = GGMLQuantizationType[qtype]
+    rng = np.random.default_rng(seed)
 
     def put(name: str, arr: np.ndarray) -> None:
         block = GGML_QUANT_SIZES[want][0]
         if want != GGMLQuantizationType.F32 and arr.ndim == 2 and arr.shape[-1] % block == 0:
-            w.add_tensor(name, quantize(arr, want), raw_dtype=want)  # shape: from the blocks
+            data = random_k_blocks(arr.shape, qtype, rng) if qtype in K_TYPES else quantize(arr, want)
+            w.add_tensor(name, data, raw_dtype=want)  # shape: from the blocks
         else:  # norms, biases and rows that are not whole blocks stay F32, as llama.cpp keeps them
             w.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
 

@@ -242,6 +242,9 @@ CASES = {
     "heads-smollm2": (page_file("heads"), {"model": "smollm2-135m"},
                       lambda at: _tab_walk(at, uh.K_TAB, ["heads.tab.surgery", "heads.tab.circuits"])),
     "tour": (page_file("tour"), {}, _tour),
+    # a rotary model's Q, K, V step: q and k before and after the RoPE turn
+    "tour-smollm2-qkv": (page_file("tour"), {"model": "smollm2-135m", "step": str(tour.STEPS.index("qkv") + 1)},
+                         rendered_texts),
 }
 
 

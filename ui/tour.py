@@ -232,8 +232,11 @@ def _stage_chart(ctx: _Ctx, stage, name: str) -> None:
 AXES = AXIS_KEYS  # stage axis labels -> catalogue keys (viz.steps)
 
 
-def localise(stage, lg: str, head: int):
-    """A viz.steps Stage (already in `lg`) titled as the tour names it: Q, K and V with their role too."""
+def localise(stage, lg: str, head: int, rotary: bool = False):
+    """A viz.steps Stage (already in `lg`) titled as the tour names it: Q, K and V with their role too; on a rotary
+    model Q and K keep viz.steps' title, which says they are turned by RoPE ("Q = RoPE(X W_Q)")."""
+    if rotary and stage.key in ("Q", "K"):
+        return stage
     return dataclasses.replace(stage, title=t(f"stage.{stage.key}", lg, head=head))
 
 
@@ -253,7 +256,8 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
         return _sublayers(ctx, key)
     steps = runs.attention_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer, ctx.head)
     rows, cols = ctx.trace.axis_tokens(ctx.block)
-    by_key = {s.key: localise(s, lg, ctx.head)
+    rotary = "Q_proj" in steps  # rotary positions (llama family): q and k before and after the RoPE turn
+    by_key = {s.key: localise(s, lg, ctx.head, rotary)
               for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
     show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
             "attend": ("Z",), "concat": ("Z_all", "output")}[key]
@@ -262,16 +266,25 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
             return
     if key == "concat" and quiz_on:
         quiz.prev_head_question(view, ctx.layer, lg)
-    cols_ui = st.columns(len(show)) if len(show) > 1 else [st.container()]
-    for col, name in zip(cols_ui, show):
-        with col:
-            stage = by_key[name]
-            st.caption(f"**{stage.title}** · `{stage.shape}`" + f" — {stage.caption}")
-            _stage_chart(ctx, by_key[name], key)
+    if key == "qkv" and rotary:
+        st.markdown(t("tour.qkv.rope_before", lg))
+        _stage_row(ctx, by_key, ("Q_proj", "K_proj"), key)
+        st.markdown(t("tour.qkv.rope_after", lg, **vt.rope_check(steps)))
+    _stage_row(ctx, by_key, show, key)
     if key == "scores":
         _neuron_view(ctx, steps, rows, cols)
     if key == "concat":
         st.caption(t("tour.concat.shapes", lg, h=view.n_heads, k=steps["Z"].shape[1], d=steps["W_O"].shape[1]))
+
+
+def _stage_row(ctx: _Ctx, by_key: dict, names: tuple[str, ...], key: str) -> None:
+    """Stages side by side, each with its title, shape, caption and chart."""
+    cols_ui = st.columns(len(names)) if len(names) > 1 else [st.container()]
+    for col, name in zip(cols_ui, names):
+        with col:
+            stage = by_key[name]
+            st.caption(f"**{stage.title}** · `{stage.shape}`" + f" — {stage.caption}")
+            _stage_chart(ctx, stage, key)
 
 
 def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> None:

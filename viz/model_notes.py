@@ -282,6 +282,10 @@ def step_formula(step: str, facts: ModelFacts) -> str | None:
             total = "X" + types
         total = rf"\operatorname{{LayerNorm}}({total})" if f.embedding_layer_norm else total
         return (PAPER_PE + r",\; " if f.positional == "sinusoidal" else "") + r"X' = " + total
+    if step == "qkv" and f.positional == "rotary":  # q and k turned by their positions, v not
+        b = (lambda n: rf" + b^{{{n}}}") if f.qkv_bias else (lambda n: "")  # noqa: E731
+        return (rf"Q = R_{{\Theta}}\,(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,(X W^{{K}}{b('K')}),\quad "
+                rf"V = X W^{{V}}{b('V')}")
     if step == "add_norm":
         norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LayerNorm}"
         if f.norm == "rmsnorm":

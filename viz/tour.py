@@ -169,3 +169,15 @@ def layer_output_check(sub: dict, hidden: np.ndarray | None, layer: int) -> floa
     if hidden is None:
         return None
     return float(np.abs(np.asarray(sub["output"], dtype=np.float64) - hidden[layer + 1]).max())
+
+
+def rope_check(steps: dict) -> dict[str, float]:
+    """What RoPE did to one head's q and k (analysis.stages.attention_steps of a rotary model): `moved`, the largest
+    change of any value (Q - Q_proj, K - K_proj), and `length`, the largest change of a row's length (a rotation
+    keeps it: float rounding only)."""
+    moved = length = 0.0
+    for name in ("Q", "K"):
+        after, before = (np.asarray(steps[k], dtype=np.float64) for k in (name, f"{name}_proj"))
+        moved = max(moved, float(np.abs(after - before).max()))
+        length = max(length, float(np.abs(np.linalg.norm(after, axis=1) - np.linalg.norm(before, axis=1)).max()))
+    return {"moved": moved, "length": length}

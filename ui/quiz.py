@@ -137,14 +137,22 @@ def prev_head_question(view: View, layer: int, lg: str) -> bool:
     return True
 
 
+def next_options(run: DecodingRun, step: int) -> list[str]:
+    """The options of a "which token next" question at `step`: the source's text tokens, <eos> (the task's last
+    expected token) and the emitted token (so the answer is always there), each once."""
+    s = run.steps[step - 1]
+    options: list[str] = []
+    for tok in [*run.source_tokens[1:-1], *run.expected[-1:], s.chosen]:
+        if tok not in options:
+            options.append(tok)
+    return options
+
+
 def next_token_question(view: View, run: DecodingRun, step: int, lg: str) -> bool:
     """(c) Which token will the decoder emit at this step? Options: the source's text tokens, <eos>, and the
     emitted token (so the answer is always there); the reveal uses the step's top-5 probabilities."""
     s = run.steps[step - 1]
-    options: list[str] = []
-    for tok in [*run.source_tokens[1:-1], run.expected[-1], s.chosen]:
-        if tok not in options:
-            options.append(tok)
+    options = next_options(run, step)
     answer = options.index(s.chosen)
     qid = _qid("next", view.text, run.task, run.mode, step)
     question = t("quiz.next.q", lg, step=step, last=md_escape(s.inputs[-1]))

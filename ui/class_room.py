@@ -1,0 +1,237 @@
+"""Class mode's shared pieces (issue 29), no drawing of pages: the shared store (classroom/store.py) for this
+process, the student's anonymous session id and room, the lecturer key, and the live questions built from the
+quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
+
+- The room: a student's link is `/?room=CODE` (ui/state.py reads `room` into the session state and keeps it in the
+  URL on every page); `student_room()` is the code once the store knows it.
+- The lecturer key: `HEADLIGHT_LECTURER_KEY`, compared in constant time (hmac.compare_digest). A wrong key is
+  rate-limited: per session, a wait that doubles after each wrong key (1 s, 2 s, 4 s ... 60 s), and per process at
+  most MAX_FAILURES wrong keys a minute across all sessions. The key itself is never kept in the session: only the
+  fact that this session gave it.
+- A question's payload holds what every student needs to draw it (the sentence, the options, layer / head / step)
+  and, for the reveal, the model's answer and the weight it gave each option. Students answer an option's index;
+  the store counts one answer per student session (the last one).
+"""
+
+from __future__ import annotations
+
+import collections
+import hmac
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from classroom.store import ClassStore, Question, open_store
+from i18n import head_name, t
+
+from . import runs
+from .quiz import next_options
+from .view import K_ROOM, ROOM_CODE, View, md_escape
+
+KEY_ENV = "HEADLIGHT_LECTURER_KEY"
+SESSION_ID = "_hl_class_session"  # a random id per browser session: the store's "student"
+LECTURER = "_hl_class_lecturer"  # True once this session gave the key
+LECTURER_ROOM = "_hl_class_lecturer_room"  # the room this lecturer runs
+JOINED = "_hl_class_joined"  # the room this session joined
+NEXT_TRY = "_hl_class_next_try"  # (time before which a key is refused, wrong keys so far)
+MAX_SENTENCE = 200  # characters of a student's sentence
+MAX_FAILURES = 20  # wrong keys a minute, all sessions of this process together
+FAIL_WINDOW = 60.0
+KINDS = ("attend", "prev_head", "next_token")
+NEXT_MODEL, NEXT_TASK = "seq2seq-tiny", "copy"  # the decoder a "which token next" question runs
+
+
+def valid_code(code: object) -> bool:
+    return isinstance(code, str) and ROOM_CODE.fullmatch(code) is not None
+
+
+@st.cache_resource(show_spinner=False)
+def _store(data_dir: str | None, db: str | None) -> ClassStore:
+    return open_store()
+
+
+def store() -> ClassStore:
+    """This process's store (one per data directory / database, so a test's temporary one is its own)."""
+    return _store(os.environ.get("HEADLIGHT_DATA_DIR"), os.environ.get("HEADLIGHT_CLASS_DB"))
+
+
+def session_id() -> str:
+    """This browser session's anonymous id (random; nothing personal)."""
+    return st.session_state.setdefault(SESSION_ID, secrets.token_urlsafe(16))
+
+
+def student_room() -> str | None:
+    """The room of a student's link, when the store knows it (joined once per session and room)."""
+    code = st.session_state.get(K_ROOM)
+    if not valid_code(code):
+        return None
+    if st.session_state.get(JOINED) == code:
+        return code
+    if store().room(code) is None:
+        return None
+    store().join(code, session_id())
+    st.session_state[JOINED] = code
+    return code
+
+
+# ---- the lecturer key ----------------------------------------------------------------------------------------
+class _Failures:
+    """Wrong keys of the last minute, across the process's sessions."""
+
+    def __init__(self) -> None:
+        self.times: collections.deque[float] = collections.deque()
+        self.lock = threading.Lock()
+
+    def allowed(self, now: float) -> bool:
+        with self.lock:
+            while self.times and now - self.times[0] > FAIL_WINDOW:
+                self.times.popleft()
+            return len(self.times) < MAX_FAILURES
+
+    def add(self, now: float) -> None:
+        with self.lock:
+            self.times.append(now)
+
+
+@st.cache_resource(show_spinner=False)
+def _failures() -> _Failures:
+    return _Failures()
+
+
+def key_set() -> bool:
+    return bool(os.environ.get(KEY_ENV))
+
+
+def is_lecturer() -> bool:
+    return bool(st.session_state.get(LECTURER)) and key_set()
+
+
+def key_matches(given: str) -> bool:
+    want = os.environ.get(KEY_ENV, "")
+    return bool(want) and hmac.compare_digest(given.encode("utf-8"), want.encode("utf-8"))
+
+
+def try_key(given: str) -> str:
+    """Check a key: "ok", "wrong", or "wait" (rate-limited: refused without being compared)."""
+    ss = st.session_state
+    now = time.monotonic()
+    until, fails = ss.get(NEXT_TRY, (0.0, 0))
+    if now < until or not _failures().allowed(now):
+        return "wait"
+    if key_matches(given):
+        ss[LECTURER] = True
+        ss.pop(NEXT_TRY, None)
+        return "ok"
+    _failures().add(now)
+    ss[NEXT_TRY] = (now + min(60.0, 2.0 ** fails), fails + 1)
+    return "wrong"
+
+
+def lecturer_room() -> str | None:
+    """The room this lecturer runs, while it exists."""
+    code = st.session_state.get(LECTURER_ROOM)
+    if code and is_lecturer() and store().room(code) is not None:
+        return code
+    return None
+
+
+# ---- questions ---------------------------------------------------------------------------------------------------
+def attend_payload(view: View) -> dict:
+    """Where will the sidebar's query token attend in the sidebar's layer and head (the model's own row of A)."""
+    tr = runs.get_trace(view.model_name, view.device, view.text)
+    rows, cols = tr.axis_tokens(view.block)
+    i = min(view.token, len(rows) - 1)
+    w = np.asarray(tr.attention(view.block)[view.layer, view.head, i], dtype=np.float64)
+    return dict(model=view.model_name, text=view.text, block=view.block, layer=view.layer, head=view.head, query=i,
+                query_token=rows[i], options=[f"{j}: {c}" for j, c in enumerate(cols)], answer=int(w.argmax()),
+                weights=[round(float(x), 6) for x in w])
+
+
+def prev_head_payload(view: View) -> dict:
+    """Which head of the sidebar's layer is the previous-token head (analysis.metrics' "prev")."""
+    prev = np.asarray(runs.block_metrics(view.model_name, view.device, view.text, view.block)["prev"][view.layer])
+    prev = np.nan_to_num(prev, nan=0.0)
+    return dict(model=view.model_name, text=view.text, block=view.block, layer=view.layer,
+                options=[str(h) for h in range(len(prev))], answer=int(prev.argmax()),
+                weights=[round(float(x), 6) for x in prev])
+
+
+def next_token_payload(view: View, step: int) -> dict:
+    """Which token will seq2seq-tiny's decoder emit at `step` (its copy task on the lecturer's sentence)."""
+    run = runs.greedy_run(NEXT_MODEL, view.device, view.text, NEXT_TASK)
+    step = max(1, min(step, len(run.steps)))
+    s = run.steps[step - 1]
+    options = next_options(run, step)
+    probs = dict(zip(s.top_tokens, (float(p) for p in s.top_probs)))
+    return dict(model=NEXT_MODEL, text=view.text, task=NEXT_TASK, step=step, last=s.inputs[-1], options=options,
+                answer=options.index(s.chosen), weights=[round(probs[o], 6) if o in probs else None for o in options])
+
+
+def make_payload(kind: str, view: View, step: int = 1) -> dict:
+    if kind == "attend":
+        return attend_payload(view)
+    if kind == "prev_head":
+        return prev_head_payload(view)
+    if kind == "next_token":
+        return next_token_payload(view, step)
+    raise ValueError(f"unknown question kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+
+def question_text(q: Question, lang: str) -> str:
+    """The question in the viewer's language (markdown; the tokens escaped)."""
+    p = q.payload
+    if q.kind == "attend":
+        return t("quiz.attend.q", lang, token=md_escape(p["query_token"]), where=head_name(p["layer"], p["head"], lang))
+    if q.kind == "prev_head":
+        return t("quiz.prev.q", lang, layer=p["layer"])
+    return t("quiz.next.q", lang, step=p["step"], last=md_escape(p["last"]))
+
+
+def option_label(q: Question, i: int, lang: str) -> str:
+    """Option i as plain text (a chart's axis, a table)."""
+    return t("tour.head_n", lang, i=i) if q.kind == "prev_head" else str(q.payload["options"][i])
+
+
+@dataclass(frozen=True)
+class Tally:
+    counts: list[int]  # answers per option
+    answered: int  # students who answered (each counted once)
+
+
+def tally(code: str, q: Question) -> Tally:
+    """The answers per option (answers that name no option are left out)."""
+    got = store().answers(code, q.id)
+    n = len(q.payload["options"])
+    counts = [0] * n
+    for ans, c in got.items():
+        if str(ans).isdigit() and int(ans) < n:
+            counts[int(ans)] += int(c)
+    return Tally(counts, sum(counts))
+
+
+def reveal_result(code: str, q: Question) -> dict:
+    """What the reveal shows: the model's answer, how many were right, the weight the model gave each option."""
+    tl = tally(code, q)
+    answer = int(q.payload["answer"])
+    return dict(answer=answer, right=tl.counts[answer], answered=tl.answered, counts=tl.counts,
+                weights=q.payload["weights"])
+
+
+# ---- students' sentences -------------------------------------------------------------------------------------------
+def sentence_problem(text: str) -> str | None:
+    """Why a student's sentence is refused (a catalogue key), or None: empty, or over MAX_SENTENCE characters."""
+    if not text.strip():
+        return "class.send.empty"
+    if len(text) > MAX_SENTENCE:
+        return "class.send.long"
+    return None
+
+
+def plain(text: str) -> str:
+    """Student text for st.text: non-printable characters written as \\xNN (never markdown or HTML anyway)."""
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))

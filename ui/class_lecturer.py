@@ -81,8 +81,8 @@ def open_room(lg: str) -> None:
     with st.expander(t("class.resume", lg)):
         code = st.text_input(t("class.resume_code", lg), key=K_RESUME, max_chars=64)
         if st.button(t("class.resume_button", lg), key="class_resume_go") and code:
-            code = code.strip()
-            if cr.valid_code(code) and cr.store().room(code) is not None:
+            code = cr.normalize(code)
+            if code and cr.store().room(code) is not None:
                 st.session_state[cr.LECTURER_ROOM] = code
                 st.rerun()
             st.error(t("class.no_room", lg), icon=":material/search_off:")
@@ -183,7 +183,7 @@ def sentences_tab(view: View, code: str) -> None:
                   hidden=len(store.sentences(code, "hidden"))))
     if pending:
         st.button(t("class.approve_all", lg), key="class_approve_all", on_click=store.moderate_all,
-                  args=(code, "approved"), icon=":material/done_all:")
+                  args=(code, "approved"), kwargs={"only": "pending"}, icon=":material/done_all:")
         with st.expander(t("class.pending", lg, n=len(pending)), expanded=False):  # not on the projector until opened
             for s in pending:
                 c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="center")
@@ -247,10 +247,7 @@ def export_data(code: str, device: str) -> dict:
     """The room's answers and ranking, anonymous: counts per option, never a student session."""
     store = cr.store()
     questions = []
-    for item in store.summary(code).get("questions", []):
-        x = store.question(code, item["id"])
-        if x is None:
-            continue
+    for x in store.questions(code):
         tl = cr.tally(code, x)
         p = x.payload
         questions.append({"id": x.id, "kind": x.kind, "model": p.get("model"), "text": p.get("text"),

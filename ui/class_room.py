@@ -26,12 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from classroom.store import ClassStore, Question, open_store
+from classroom.store import ClassError, ClassStore, Question, normalize_code, open_store
 from i18n import head_name, t
 
 from . import runs
 from .quiz import next_options
-from .view import K_ROOM, ROOM_CODE, View, md_escape
+from .view import K_ROOM, View, md_escape
 
 KEY_ENV = "HEADLIGHT_LECTURER_KEY"
 SESSION_ID = "_hl_class_session"  # a random id per browser session: the store's "student"
@@ -46,8 +46,9 @@ KINDS = ("attend", "prev_head", "next_token")
 NEXT_MODEL, NEXT_TASK = "seq2seq-tiny", "copy"  # the decoder a "which token next" question runs
 
 
-def valid_code(code: object) -> bool:
-    return isinstance(code, str) and ROOM_CODE.fullmatch(code) is not None
+def normalize(code: object) -> str | None:
+    """A room code as typed or linked, upper case; None when it cannot be one (classroom.store.normalize_code)."""
+    return normalize_code(code)
 
 
 @st.cache_resource(show_spinner=False)
@@ -67,14 +68,15 @@ def session_id() -> str:
 
 def student_room() -> str | None:
     """The room of a student's link, when the store knows it (joined once per session and room)."""
-    code = st.session_state.get(K_ROOM)
-    if not valid_code(code):
+    code = normalize_code(st.session_state.get(K_ROOM))
+    if code is None:
         return None
-    if st.session_state.get(JOINED) == code:
+    if st.session_state.get(JOINED) == code and store().room(code) is not None:
         return code
-    if store().room(code) is None:
+    try:
+        store().join(code, session_id())
+    except ClassError:
         return None
-    store().join(code, session_id())
     st.session_state[JOINED] = code
     return code
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from classroom.store import ClassError
 from i18n import t
 
 from . import class_room as cr
@@ -73,7 +74,10 @@ def save(code: str, qid: int, key: str) -> None:
     q = cr.store().question(code, qid)
     if value is None or q is None or q.revealed:
         return
-    cr.store().answer(code, qid, cr.session_id(), str(int(value)))
+    try:
+        cr.store().answer(code, qid, cr.session_id(), str(int(value)))
+    except ClassError:  # revealed or ended meanwhile: the next refresh shows it
+        pass
 
 
 @st.fragment
@@ -110,7 +114,11 @@ def send(code: str, model: str, text: str, tokens: list[str], query: int, refere
     ss = st.session_state
     if cr.sentence_problem(text) or cr.store().room(code) is None or ss.get(SENT, 0) >= MAX_SENT:
         return
-    cr.store().submit_sentence(code, cr.session_id(), model, text, tokens, int(query), int(referent))
+    try:
+        cr.store().submit_sentence(code, cr.session_id(), model, text, tokens, int(query), int(referent))
+    except (ClassError, ValueError):  # the store's limits (too many from one student, a room just ended)
+        ss[SENT] = MAX_SENT
+        return
     ss[SENT] = ss.get(SENT, 0) + 1
     for k in (K_TEXT, K_QUERY, K_REF):
         ss.pop(k, None)

@@ -6,5 +6,6 @@ torch, and nothing else of the project, so the door (serve/) and the Class page 
     store = open_store()                  # HEADLIGHT_CLASS_DB, else SQLite under HEADLIGHT_DATA_DIR
     room = store.open_room()              # Room(code="7K3M9X2A", ...)
 
-`store.py`: the API and the SQL.
+`store.py` (the API and the SQL), `lecturer.py` (the lecturer key: generated, compared in constant time, wrong keys
+rate-limited per client address).
 """

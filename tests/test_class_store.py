@@ -368,3 +368,44 @@ def test_several_processes_write_one_sqlite_file_without_locked_errors(tmp_path,
 
 def test_several_processes_write_one_postgres_database(pg):
     concurrent_answers(pg.create_db(), pg.create_db(), 4)
+
+
+def _acknowledging_writer(url: str, code: str, qid: int, acks: str) -> None:
+    """An app process in a burst: each answer is acknowledged (a line in `acks`) only after the store returned."""
+    s = open_store(url)
+    with open(acks, "a", buffering=1) as f:
+        for i in range(100_000):
+            s.answer(code, qid, f"s{i}", "first")
+            f.write(f"s{i}\n")
+
+
+def test_a_process_killed_mid_burst_loses_no_acknowledged_answer(url, tmp_path):
+    """SIGKILL during a burst of answers: every answer acknowledged before the kill is in the store (the database is
+    not corrupted, no lock is left behind); the students answer again through another process and are counted once,
+    with their new answer."""
+    import os
+    import signal
+
+    store = open_store(url)
+    room = store.open_room()
+    q = store.start_question(room.code, "attend", {})
+    acks = tmp_path / "acks"
+    ctx = multiprocessing.get_context("spawn")
+    writer = ctx.Process(target=_acknowledging_writer, args=(url, room.code, q.id, str(acks)))
+    writer.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not acks.exists() or len(acks.read_text().splitlines()) < 200):
+        time.sleep(0.01)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.join(10)
+    acknowledged = [s for s in acks.read_text().splitlines() if s]
+    assert len(acknowledged) >= 200
+    stored = store.answers(room.code, q.id)["first"]
+    assert stored >= len(acknowledged)  # at most the one answer in flight more than was acknowledged
+    assert stored <= len(acknowledged) + 1
+    for s in acknowledged:  # they reconnect to another process and answer again
+        store.answer(room.code, q.id, s, "second")
+    counts = store.answers(room.code, q.id)
+    assert counts.get("second") == len(acknowledged) and sum(counts.values()) == stored
+    assert store.summary(room.code)["answers"] == stored
+    store.close()

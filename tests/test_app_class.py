@@ -71,7 +71,7 @@ def _tab(at: AppTest, name: str) -> AppTest:
 
 def test_the_key_is_required(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(cr.time, "monotonic", lambda: now[0])  # the rate limit's clock, stopped
+    monkeypatch.setattr(cr, "clock", lambda: now[0])  # the rate limit's clock, stopped
     at = _app("class")
     assert_ok(at)
     assert not [b for b in at.button if b.key == "class_open"]

@@ -14,6 +14,7 @@ import json
 
 import streamlit as st
 
+from classroom.lecturer import KEY_ENV
 from i18n import head_name, t
 from viz import class_mode as vc
 
@@ -37,7 +38,7 @@ def render(view: View) -> None:
     lg = view.lang
     st.title(t("class.title", lg))
     if not cr.key_set():
-        st.warning(t("class.no_key", lg, env=cr.KEY_ENV), icon=":material/key_off:")
+        st.warning(t("class.no_key", lg, env=KEY_ENV), icon=":material/key_off:")
         return
     if not cr.is_lecturer():
         key_form(lg)
@@ -64,7 +65,7 @@ def key_form(lg: str) -> None:
     st.markdown(t("class.intro", lg))
     with st.form("class_key_form", clear_on_submit=True):  # the key leaves the widget's state once checked
         given = st.text_input(t("class.key", lg), type="password", key=K_KEY, max_chars=512,
-                              help=t("class.key_help", lg, env=cr.KEY_ENV))
+                              help=t("class.key_help", lg, env=KEY_ENV))
         sent = st.form_submit_button(t("class.key_submit", lg), type="primary")
     if sent:
         verdict = cr.try_key(given or "")

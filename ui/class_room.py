@@ -4,10 +4,10 @@ quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
 
 - The room: a student's link is `/?room=CODE` (ui/state.py reads `room` into the session state and keeps it in the
   URL on every page); `student_room()` is the code once the store knows it.
-- The lecturer key: `HEADLIGHT_LECTURER_KEY`, compared in constant time (hmac.compare_digest). A wrong key is
-  rate-limited: per session, a wait that doubles after each wrong key (1 s, 2 s, 4 s ... 60 s), and per process at
-  most MAX_FAILURES wrong keys a minute across all sessions. The key itself is never kept in the session: only the
-  fact that this session gave it.
+- The lecturer key: `HEADLIGHT_LECTURER_KEY`, compared in constant time (classroom/lecturer.py, as the door's
+  class endpoints). A wrong key is rate-limited: per session, a wait that doubles after each wrong key (1 s, 2 s,
+  4 s ... 60 s), and per client address the Gate's limit (10 wrong keys a minute). The key itself is never kept in
+  the session: only the fact that this session gave it.
 - A question's payload holds what every student needs to draw it (the sentence, the options, layer / head / step)
   and, for the reveal, the model's answer and the weight it gave each option. Students answer an option's index;
   the store counts one answer per student session (the last one).
@@ -15,17 +15,15 @@ quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
 
 from __future__ import annotations
 
-import collections
-import hmac
 import os
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
+from classroom.lecturer import Gate, lecturer_key
 from classroom.store import ClassError, ClassStore, Question, normalize_code, open_store
 from i18n import head_name, t
 
@@ -33,16 +31,14 @@ from . import runs
 from .quiz import next_options
 from .view import K_ROOM, View, md_escape
 
-KEY_ENV = "HEADLIGHT_LECTURER_KEY"
 SESSION_ID = "_hl_class_session"  # a random id per browser session: the store's "student"
 LECTURER = "_hl_class_lecturer"  # True once this session gave the key
 LECTURER_ROOM = "_hl_class_lecturer_room"  # the room this lecturer runs
 JOINED = "_hl_class_joined"  # the room this session joined
 NEXT_TRY = "_hl_class_next_try"  # (time before which a key is refused, wrong keys so far)
 MAX_SENTENCE = 200  # characters of a student's sentence
-MAX_FAILURES = 20  # wrong keys a minute, all sessions of this process together
-FAIL_WINDOW = 60.0
 KINDS = ("attend", "prev_head", "next_token")
+clock = time.monotonic  # the per-session wait's clock (a test stops it)
 NEXT_MODEL, NEXT_TASK = "seq2seq-tiny", "copy"  # the decoder a "which token next" question runs
 
 
@@ -82,54 +78,45 @@ def student_room() -> str | None:
 
 
 # ---- the lecturer key ----------------------------------------------------------------------------------------
-class _Failures:
-    """Wrong keys of the last minute, across the process's sessions."""
-
-    def __init__(self) -> None:
-        self.times: collections.deque[float] = collections.deque()
-        self.lock = threading.Lock()
-
-    def allowed(self, now: float) -> bool:
-        with self.lock:
-            while self.times and now - self.times[0] > FAIL_WINDOW:
-                self.times.popleft()
-            return len(self.times) < MAX_FAILURES
-
-    def add(self, now: float) -> None:
-        with self.lock:
-            self.times.append(now)
-
-
 @st.cache_resource(show_spinner=False)
-def _failures() -> _Failures:
-    return _Failures()
+def _gate() -> Gate:
+    """This process's limit on wrong keys per client address (classroom/lecturer.py, as the door's endpoints)."""
+    return Gate()
+
+
+def client_address() -> str:
+    """The browser's address: Streamlit's peer, or, when the peer is this machine (HAProxy of `make serve`), the
+    last address of X-Forwarded-For (the one HAProxy added), as serve/door.py reads it."""
+    ip = getattr(st.context, "ip_address", None)
+    if ip:
+        return ip
+    forwarded = (st.context.headers or {}).get("X-Forwarded-For") or ""
+    return forwarded.split(",")[-1].strip() or "local"
 
 
 def key_set() -> bool:
-    return bool(os.environ.get(KEY_ENV))
+    return lecturer_key() is not None
 
 
 def is_lecturer() -> bool:
     return bool(st.session_state.get(LECTURER)) and key_set()
 
 
-def key_matches(given: str) -> bool:
-    want = os.environ.get(KEY_ENV, "")
-    return bool(want) and hmac.compare_digest(given.encode("utf-8"), want.encode("utf-8"))
-
-
 def try_key(given: str) -> str:
-    """Check a key: "ok", "wrong", or "wait" (rate-limited: refused without being compared)."""
+    """Check a key: "ok", "wrong", or "wait" (rate-limited: refused without being compared). Per session, a wrong
+    key makes the next one wait 1 s, then 2, 4 ... 60 s; per address, classroom.lecturer.Gate's limit."""
     ss = st.session_state
-    now = time.monotonic()
+    now = clock()
     until, fails = ss.get(NEXT_TRY, (0.0, 0))
-    if now < until or not _failures().allowed(now):
+    if now < until:
         return "wait"
-    if key_matches(given):
+    verdict = _gate().check(client_address(), given)
+    if verdict == "ok":
         ss[LECTURER] = True
         ss.pop(NEXT_TRY, None)
         return "ok"
-    _failures().add(now)
+    if verdict == "limited":
+        return "wait"
     ss[NEXT_TRY] = (now + min(60.0, 2.0 ** fails), fails + 1)
     return "wrong"
 

@@ -49,7 +49,7 @@ def render(view: View) -> None:
         return
     st.html(_CSS)
     head, end = st.columns([4, 1], vertical_alignment="center")
-    head.markdown(t("class.room_line", lg, code=f"`{code}`", n=cr.store().students(code)))
+    head.markdown(t("class.room_line", lg, code=f"`{code}`"))
     with end.popover(t("class.end", lg), icon=":material/stop_circle:"):
         st.caption(t("class.end_help", lg))
         st.button(t("class.end_confirm", lg), key="class_end", type="primary", on_click=end_class, args=(code,))

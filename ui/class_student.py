@@ -42,6 +42,9 @@ def top(view: View) -> None:
 @st.fragment(run_every=REFRESH_S)
 def live_question(code: str, lg: str) -> None:
     store = cr.store()
+    if store.room(code) is None:  # ended meanwhile
+        st.caption(t("class.gone", lg))
+        return
     q = store.current_question(code)
     if q is None:
         st.caption(t("class.wait", lg))

@@ -29,7 +29,8 @@ def answer_bars(counts: list[int], labels: list[str], *, answer: int | None = No
     layout = base_layout(lecture, 380, title)
     layout.update(xaxis=dict(type="category", tickangle=-60 if len(xs) > 8 else 0),
                   yaxis=dict(title=dict(text=esc(tr("class.fig.students", lang))), rangemode="tozero",
-                             range=[0, max(1, int(n.max(initial=0))) * 1.25]),
+                             range=[0, max(1, int(n.max(initial=0))) * 1.25],
+                             **({"dtick": 1} if n.max(initial=0) < 10 else {})),  # whole students
                   bargap=0.25, showlegend=weights is not None, legend=dict(orientation="h", y=1.12))
     if weights is not None:
         w = [float("nan") if v is None else float(v) for v in weights]

@@ -27,6 +27,7 @@ TAB_KEYS = ["class.tab.room", "class.tab.question", "class.tab.sentences", "clas
 K_TAB, K_KIND, K_STEP, K_KEY, K_RESUME = "class_tab", "class_kind", "class_step", "class_key", "class_resume"
 K_MODEL, K_SENTENCE = "class_heads_model", "class_heads_sentence"
 REFRESH_S = 1.0  # the projector's refresh
+MODERATION_REFRESH_S = 3.0  # the sentences tab's
 _CSS = """<style>
 .class-link {font-size: clamp(1.4rem, 4vw, 2.6rem); font-weight: 600; overflow-wrap: anywhere}
 .class-code {font-size: clamp(2rem, 6vw, 4rem); font-weight: 700; letter-spacing: 0.08em}
@@ -176,8 +177,15 @@ def _tok(s, i: int) -> str:
 
 
 def sentences_tab(view: View, code: str) -> None:
-    lg = view.lang
+    moderation(code, view.lang)
+
+
+@st.fragment(run_every=MODERATION_REFRESH_S)
+def moderation(code: str, lg: str) -> None:
+    """The sentences students sent, refreshed alone: waiting ones inside a closed expander (off the projector)."""
     store = cr.store()
+    if store.room(code) is None:
+        return
     pending = store.sentences(code, "pending")
     approved = store.sentences(code, "approved")
     st.markdown(t("class.moderation", lg, pending=len(pending), approved=len(approved),
@@ -185,7 +193,7 @@ def sentences_tab(view: View, code: str) -> None:
     if pending:
         st.button(t("class.approve_all", lg), key="class_approve_all", on_click=store.moderate_all,
                   args=(code, "approved"), kwargs={"only": "pending"}, icon=":material/done_all:")
-        with st.expander(t("class.pending", lg, n=len(pending)), expanded=False):  # not on the projector until opened
+        with st.expander(t("class.pending", lg), expanded=False, key="class_pending"):  # not on the projector until opened
             for s in pending:
                 c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="center")
                 c1.text(sentence_line(s, lg))

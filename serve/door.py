@@ -35,6 +35,7 @@ import html
 import ipaddress
 import json
 import logging
+import os
 import re
 import threading
 from urllib.parse import quote
@@ -231,15 +232,33 @@ def class_store():
         return _STORE[0]
 
 
-def client_address(scope) -> str:
-    """The requester's address: the peer's, or, when the peer is this machine (HAProxy of `make serve`, which adds
-    `X-Forwarded-For`, deploy/haproxy.cfg), the last address in that header (the one HAProxy itself added)."""
-    peer = (scope.get("client") or ("", 0))[0] or ""
+TRUSTED_PROXIES_ENV = "HEADLIGHT_TRUSTED_PROXIES"  # balancers on other hosts whose X-Forwarded-For is believed
+
+
+def trusted_proxy(peer: str) -> bool:
+    """This machine (make serve's HAProxy), or an address or network in HEADLIGHT_TRUSTED_PROXIES ("10.0.0.5,
+    10.1.0.0/16": the balancer of several hosts)."""
     try:
-        local = ipaddress.ip_address(peer).is_loopback
+        ip = ipaddress.ip_address(peer)
     except ValueError:
-        local = False
-    if local:
+        return False
+    if ip.is_loopback:
+        return True
+    for item in os.environ.get(TRUSTED_PROXIES_ENV, "").split(","):
+        try:
+            if item.strip() and ip in ipaddress.ip_network(item.strip(), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def client_address(scope) -> str:
+    """The requester's address: the peer's, or, when the peer is a trusted balancer (HAProxy of `make serve` on
+    this machine, which adds `X-Forwarded-For`, deploy/haproxy.cfg), the last address in that header (the one the
+    balancer itself added; a client's own header comes before it)."""
+    peer = (scope.get("client") or ("", 0))[0] or ""
+    if trusted_proxy(peer):
         forwarded = [v for k, v in scope.get("headers") or [] if k == b"x-forwarded-for"]
         if forwarded:
             last = forwarded[-1].decode("latin-1").split(",")[-1].strip()

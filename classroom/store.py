@@ -461,8 +461,16 @@ class ClassStore:
 
     # -- students --
     def join(self, code: str, session: str) -> None:
-        """A student's browser session is in the room (idempotent)."""
+        """A student's browser session is in the room (idempotent; a student already in it costs one read, no
+        write, so a page may call it on every run)."""
         c, s = normalize_code(code), _bounded(session, "session", MAX_SESSION_CHARS)
+
+        def seen(ex):
+            self._need(ex, c, self.clock())
+            return ex("SELECT 1 FROM students WHERE room = ? AND session = ?", (c, s)).fetchone() is not None
+
+        if self._read(seen):
+            return
 
         def fn(ex):
             now = self.clock()
@@ -739,6 +747,21 @@ class ClassStore:
 
 def default_sqlite_path() -> Path:
     return Path(os.environ.get(DATA_DIR_ENV) or ".headlight") / SQLITE_NAME
+
+
+_SHARED: dict[str, ClassStore] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_store() -> ClassStore:
+    """This process's store for the configured location (HEADLIGHT_CLASS_DB, else HEADLIGHT_DATA_DIR's SQLite file),
+    opened once and shared by every thread: the door's endpoints and the Class page use the same connections."""
+    where = os.environ.get(DB_ENV) or str(default_sqlite_path().resolve())
+    with _SHARED_LOCK:
+        store = _SHARED.get(where)
+        if store is None:
+            store = _SHARED[where] = open_store(where)
+        return store
 
 
 def open_store(url: str | None = None, *, clock: Callable[[], float] = time.time) -> ClassStore:

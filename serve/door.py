@@ -37,14 +37,13 @@ import json
 import logging
 import os
 import re
-import threading
 from urllib.parse import quote
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from classroom.lecturer import Gate, bearer
-from classroom.store import UnknownRoom, open_store
+from classroom.store import UnknownRoom, shared_store
 from i18n import LANGS, t
 from ui import shortlinks
 from ui.pages import BY_NAME
@@ -221,15 +220,11 @@ async def readiness(send) -> None:
 # ---- the class endpoints ---------------------------------------------------------------------------------------------
 LOG = logging.getLogger("headlight.door")
 GATE = Gate()  # this process's key check and its limit on wrong keys (HEADLIGHT_LECTURER_KEY, read at each check)
-_STORE: list = []  # the class store, opened on the first class request (open_store: HEADLIGHT_CLASS_DB or SQLite)
-_STORE_LOCK = threading.Lock()
 
 
 def class_store():
-    with _STORE_LOCK:
-        if not _STORE:
-            _STORE.append(open_store())
-        return _STORE[0]
+    """The process's class store (classroom/store.py shared_store: the Class page's too), opened on first use."""
+    return shared_store()
 
 
 TRUSTED_PROXIES_ENV = "HEADLIGHT_TRUSTED_PROXIES"  # balancers on other hosts whose X-Forwarded-For is believed

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from classroom import lecturer
+from classroom import store as cs
 from classroom.lecturer import Gate, bearer, key_matches
 from classroom.store import open_store
 from serve import door
@@ -43,9 +44,9 @@ def served(tmp_path, monkeypatch):
     monkeypatch.setenv("HEADLIGHT_DATA_DIR", str(tmp_path))
     clock = Clock()
     monkeypatch.setattr(door, "GATE", Gate(clock=clock))
-    monkeypatch.setattr(door, "_STORE", [])
+    monkeypatch.setattr(cs, "_SHARED", {})
     yield clock
-    for s in door._STORE:
+    for s in cs._SHARED.values():
         s.close()
 
 

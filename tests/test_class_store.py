@@ -296,6 +296,11 @@ def test_default_location(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert open_store().dialect == "sqlite" and (tmp_path / ".headlight" / "class.sqlite3").exists()
     assert open_store(f"sqlite://{tmp_path}/x.sqlite3").dialect == "sqlite" and (tmp_path / "x.sqlite3").exists()
+    monkeypatch.setattr(cs, "_SHARED", {})
+    one = cs.shared_store()  # one per process and location, for the door and the Class page
+    assert cs.shared_store() is one and one.room(one.open_room().code) is not None
+    monkeypatch.setenv(cs.DATA_DIR_ENV, str(tmp_path / "elsewhere"))
+    assert cs.shared_store() is not one and (tmp_path / "elsewhere" / "class.sqlite3").exists()
 
 
 def test_the_environment_names_postgres(pg, monkeypatch):

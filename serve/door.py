@@ -35,15 +35,15 @@ import html
 import ipaddress
 import json
 import logging
+import os
 import re
-import threading
 from urllib.parse import quote
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from classroom.lecturer import Gate, bearer
-from classroom.store import UnknownRoom, open_store
+from classroom.store import UnknownRoom, shared_store
 from i18n import LANGS, t
 from ui import shortlinks
 from ui.pages import BY_NAME
@@ -220,26 +220,40 @@ async def readiness(send) -> None:
 # ---- the class endpoints ---------------------------------------------------------------------------------------------
 LOG = logging.getLogger("headlight.door")
 GATE = Gate()  # this process's key check and its limit on wrong keys (HEADLIGHT_LECTURER_KEY, read at each check)
-_STORE: list = []  # the class store, opened on the first class request (open_store: HEADLIGHT_CLASS_DB or SQLite)
-_STORE_LOCK = threading.Lock()
 
 
 def class_store():
-    with _STORE_LOCK:
-        if not _STORE:
-            _STORE.append(open_store())
-        return _STORE[0]
+    """The process's class store (classroom/store.py shared_store: the Class page's too), opened on first use."""
+    return shared_store()
+
+
+TRUSTED_PROXIES_ENV = "HEADLIGHT_TRUSTED_PROXIES"  # balancers on other hosts whose X-Forwarded-For is believed
+
+
+def trusted_proxy(peer: str) -> bool:
+    """This machine (make serve's HAProxy), or an address or network in HEADLIGHT_TRUSTED_PROXIES ("10.0.0.5,
+    10.1.0.0/16": the balancer of several hosts)."""
+    try:
+        ip = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    if ip.is_loopback:
+        return True
+    for item in os.environ.get(TRUSTED_PROXIES_ENV, "").split(","):
+        try:
+            if item.strip() and ip in ipaddress.ip_network(item.strip(), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def client_address(scope) -> str:
-    """The requester's address: the peer's, or, when the peer is this machine (HAProxy of `make serve`, which adds
-    `X-Forwarded-For`, deploy/haproxy.cfg), the last address in that header (the one HAProxy itself added)."""
+    """The requester's address: the peer's, or, when the peer is a trusted balancer (HAProxy of `make serve` on
+    this machine, which adds `X-Forwarded-For`, deploy/haproxy.cfg), the last address in that header (the one the
+    balancer itself added; a client's own header comes before it)."""
     peer = (scope.get("client") or ("", 0))[0] or ""
-    try:
-        local = ipaddress.ip_address(peer).is_loopback
-    except ValueError:
-        local = False
-    if local:
+    if trusted_proxy(peer):
         forwarded = [v for k, v in scope.get("headers") or [] if k == b"x-forwarded-for"]
         if forwarded:
             last = forwarded[-1].decode("latin-1").split(",")[-1].strip()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from classroom import lecturer
+from classroom import store as cs
 from classroom.lecturer import Gate, bearer, key_matches
 from classroom.store import open_store
 from serve import door
@@ -43,9 +44,9 @@ def served(tmp_path, monkeypatch):
     monkeypatch.setenv("HEADLIGHT_DATA_DIR", str(tmp_path))
     clock = Clock()
     monkeypatch.setattr(door, "GATE", Gate(clock=clock))
-    monkeypatch.setattr(door, "_STORE", [])
+    monkeypatch.setattr(cs, "_SHARED", {})
     yield clock
-    for s in door._STORE:
+    for s in cs._SHARED.values():
         s.close()
 
 
@@ -136,6 +137,17 @@ def test_wrong_keys_are_rate_limited_per_address(served):
     assert call("POST", ROOMS, KEY, peer="127.0.0.1", headers=[(b"x-forwarded-for", b"192.0.2.1")])[0] == 429
     assert call("POST", ROOMS, KEY, peer="127.0.0.1", headers=[(b"x-forwarded-for", b"192.0.2.2")])[0] == 200
     assert call("POST", ROOMS, KEY, peer="10.0.0.9", headers=[(b"x-forwarded-for", b"192.0.2.1")])[0] == 200
+    assert door.client_address({"client": ("10.5.0.2", 1), "headers": [(b"x-forwarded-for", b"192.0.2.1")]}) \
+        == "10.5.0.2"
+
+
+def test_a_balancer_on_another_host_can_be_trusted(monkeypatch):
+    scope = {"client": ("10.5.0.2", 1), "headers": [(b"x-forwarded-for", b"6.6.6.6, 192.0.2.7")]}
+    assert door.client_address(scope) == "10.5.0.2"
+    monkeypatch.setenv(door.TRUSTED_PROXIES_ENV, "bogus, 10.5.0.0/24")
+    assert door.client_address(scope) == "192.0.2.7"
+    assert door.client_address({**scope, "client": ("10.6.0.2", 1)}) == "10.6.0.2"
+    assert door.client_address({"client": None, "headers": []}) == ""
 
 
 def test_the_key_helpers():

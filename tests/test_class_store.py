@@ -296,6 +296,11 @@ def test_default_location(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert open_store().dialect == "sqlite" and (tmp_path / ".headlight" / "class.sqlite3").exists()
     assert open_store(f"sqlite://{tmp_path}/x.sqlite3").dialect == "sqlite" and (tmp_path / "x.sqlite3").exists()
+    monkeypatch.setattr(cs, "_SHARED", {})
+    one = cs.shared_store()  # one per process and location, for the door and the Class page
+    assert cs.shared_store() is one and one.room(one.open_room().code) is not None
+    monkeypatch.setenv(cs.DATA_DIR_ENV, str(tmp_path / "elsewhere"))
+    assert cs.shared_store() is not one and (tmp_path / "elsewhere" / "class.sqlite3").exists()
 
 
 def test_the_environment_names_postgres(pg, monkeypatch):
@@ -409,3 +414,29 @@ def test_a_process_killed_mid_burst_loses_no_acknowledged_answer(url, tmp_path):
     assert counts.get("second") == len(acknowledged) and sum(counts.values()) == stored
     assert store.summary(room.code)["answers"] == stored
     store.close()
+
+
+def test_threads_of_one_process_share_a_store(store):
+    """A Streamlit process's script threads share one store: each takes its own pooled connection (and, on SQLite, its
+    own place in the writers' queue)."""
+    import threading
+
+    room = store.open_room()
+    q = store.start_question(room.code, "attend", {})
+    errors = []
+
+    def student_group(t: int) -> None:
+        try:
+            for i in range(40):
+                store.answer(room.code, q.id, f"t{t}s{i}", "ab"[i % 2])
+                store.answers(room.code, q.id)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=student_group, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert errors == [] and store.answers(room.code, q.id) == {"a": 160, "b": 160}
+    assert len(store._idle) <= cs.MAX_IDLE_CONNECTIONS

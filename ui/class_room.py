@@ -15,7 +15,6 @@ quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import numpy as np
 import streamlit as st
 
 from classroom.lecturer import Gate, lecturer_key
-from classroom.store import ClassError, ClassStore, Question, normalize_code, open_store
+from classroom.store import ClassError, ClassStore, Question, normalize_code, shared_store
 from i18n import head_name, t
 
 from . import runs
@@ -47,14 +46,10 @@ def normalize(code: object) -> str | None:
     return normalize_code(code)
 
 
-@st.cache_resource(show_spinner=False)
-def _store(data_dir: str | None, db: str | None) -> ClassStore:
-    return open_store()
-
-
 def store() -> ClassStore:
-    """This process's store (one per data directory / database, so a test's temporary one is its own)."""
-    return _store(os.environ.get("HEADLIGHT_DATA_DIR"), os.environ.get("HEADLIGHT_CLASS_DB"))
+    """This process's store (classroom.store.shared_store: one per location, shared with the door's endpoints; a
+    test's temporary HEADLIGHT_DATA_DIR is its own)."""
+    return shared_store()
 
 
 def session_id() -> str:

@@ -4,6 +4,7 @@ test has its own store (HEADLIGHT_DATA_DIR = a temporary folder)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 from classroom.store import open_store
+from ui import class_lecturer as cl
 from ui import class_room as cr
 from ui.pages import page_file
 
@@ -148,6 +150,14 @@ def test_two_students_answer_and_the_projector_counts_them_once():
     assert len(_charts(lec)) == 1
     a.run()
     assert (a.success if answer == 5 else a.warning)  # the student sees the verdict
+    assert a.pills(key=key).disabled
+    data = cl.export_data(code, "cpu")  # the export: counts only, never a student's session
+    assert data["questions"][0]["answers"][5] == 2 and data["questions"][0]["revealed"]
+    sessions = [a.session_state[cr.SESSION_ID], b.session_state[cr.SESSION_ID]]
+    answers_csv, ranking_csv = cl.export_csv(data)
+    text = json.dumps(data) + answers_csv + ranking_csv
+    assert not any(s in text for s in sessions) and KEY not in text
+    assert answers_csv.splitlines()[0] == "question,kind,option,label,answers,model_answer"
 
 
 def test_other_kinds_of_question():

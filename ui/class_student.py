@@ -54,7 +54,8 @@ def live_question(code: str, lg: str) -> None:
     st.caption(t("class.on_sentence", lg, text=md_escape(p["text"])))
     n = len(p["options"])
     key = f"class_answer_{q.id}"
-    fmt = dict(format_func=lambda i: md_escape(cr.option_label(q, i, lg)), key=key, on_change=save, args=(code, q.id, key))
+    fmt = dict(format_func=lambda i: md_escape(cr.option_label(q, i, lg)), key=key, on_change=save,
+               args=(code, q.id, key), disabled=bool(q.revealed))
     if n <= MAX_PILLS:
         st.pills(t("class.your_answer", lg), range(n), **fmt)
     else:

@@ -124,6 +124,5 @@ def send(code: str, model: str, text: str, tokens: list[str], query: int, refere
         ss[SENT] = MAX_SENT
         return
     ss[SENT] = ss.get(SENT, 0) + 1
-    for k in (K_TEXT, K_QUERY, K_REF):
-        ss.pop(k, None)
+    ss[K_TEXT], ss[K_QUERY], ss[K_REF] = "", None, None  # set, not deleted: the browser's widgets follow
     ss[SENT_OK] = t("class.send.done", lg)

@@ -162,8 +162,9 @@ MIGRATIONS: list[tuple[int, str, tuple[str, ...]]] = [
     )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
-ROOM_TABLES = (("answers", "room"), ("questions", "room"), ("students", "room"), ("sentences", "room"),
-               ("rooms", "code"))
+# the room's own row first: on PostgreSQL a write in flight holds it (_hold), so the delete waits for that write
+ROOM_TABLES = (("rooms", "code"), ("answers", "room"), ("questions", "room"), ("students", "room"),
+               ("sentences", "room"))
 
 
 # ---- room codes and input --------------------------------------------------------------------------------------------
@@ -314,7 +315,9 @@ class _PostgreSQL:
 
     @staticmethod
     def begin(conn, write: bool) -> None:
-        conn.execute("BEGIN")
+        # a read (the summary's several counts) sees one snapshot; a read-only repeatable-read transaction never
+        # fails to serialise. Writes: read committed, with the room's row locked (ClassStore._hold)
+        conn.execute("BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
     @staticmethod
     def end(conn) -> None:
@@ -474,6 +477,19 @@ class ClassStore:
             raise UnknownRoom("no such class (unknown, ended or expired)")
         return room
 
+    def _hold(self, ex: _Exec, code: str | None, now: float) -> Room:
+        """_need for a write: on PostgreSQL the room's row is also key-share locked until the commit, so a
+        concurrent `end_room` (which deletes that row first) either waits for this write and then deletes its rows
+        too, or ends first and this write finds no room; no row outlives its room. (SQLite runs one write at a
+        time.)"""
+        if self.dialect != "postgresql" or code is None:
+            return self._need(ex, code, now)
+        row = ex("SELECT code, created, expires FROM rooms WHERE code = ? AND expires > ? FOR KEY SHARE",
+                 (code, now)).fetchone()
+        if row is None:
+            raise UnknownRoom("no such class (unknown, ended or expired)")
+        return Room(*row)
+
     def open_room(self) -> Room:
         """A new room with a fresh code, live for ROOM_TTL_S; the rows of expired rooms are deleted first."""
         self.purge_expired()
@@ -530,7 +546,7 @@ class ClassStore:
 
         def fn(ex):
             now = self.clock()
-            self._need(ex, c, now)
+            self._hold(ex, c, now)
             ex("INSERT INTO students (room, session, seen) VALUES (?, ?, ?) ON CONFLICT (room, session) DO NOTHING",
                (c, s, now))
 
@@ -563,7 +579,7 @@ class ClassStore:
 
         def fn(ex):
             now = self.clock()
-            self._need(ex, c, now)
+            self._hold(ex, c, now)
             qid = ex("INSERT INTO questions (room, kind, payload, created) VALUES (?, ?, ?, ?) RETURNING id",
                      (c, k, p, now)).fetchone()[0]
             return Question(qid, c, k, json.loads(p), None, now)
@@ -615,6 +631,8 @@ class ClassStore:
 
         def fn(ex):
             now = self.clock()
+            if self.dialect == "postgresql":
+                self._hold(ex, c, now)
             n = ex("INSERT INTO answers (room, question, session, answer, at)"
                    " SELECT q.room, q.id, ?, ?, ? FROM questions q JOIN rooms r ON r.code = q.room"
                    " WHERE q.room = ? AND q.id = ? AND q.revealed IS NULL AND r.expires > ?"
@@ -664,7 +682,7 @@ class ClassStore:
         r = _json(result, "result")
 
         def fn(ex):
-            self._need(ex, c, self.clock())
+            self._hold(ex, c, self.clock())
             if ex("UPDATE questions SET revealed = ? WHERE room = ? AND id = ?", (r, c, qid)).rowcount != 1:
                 raise UnknownItem("no such question in this class")
 
@@ -702,7 +720,7 @@ class ClassStore:
 
         def fn(ex):
             now = self.clock()
-            self._need(ex, c, now)
+            self._hold(ex, c, now)
             mine, total, same = ex(
                 "SELECT COUNT(CASE WHEN session = ? THEN 1 END), COUNT(*), COUNT(CASE WHEN session = ? AND text = ?"
                 " THEN 1 END) FROM sentences WHERE room = ?", (s, s, t, c)).fetchone()
@@ -750,7 +768,7 @@ class ClassStore:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}")
 
         def fn(ex):
-            self._need(ex, c, self.clock())
+            self._hold(ex, c, self.clock())
             if ex("UPDATE sentences SET status = ? WHERE room = ? AND id = ?", (status, c, sid)).rowcount != 1:
                 raise UnknownItem("no such sentence in this class")
 
@@ -764,7 +782,7 @@ class ClassStore:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}")
 
         def fn(ex):
-            self._need(ex, c, self.clock())
+            self._hold(ex, c, self.clock())
             if only is None:
                 return ex("UPDATE sentences SET status = ? WHERE room = ?", (status, c)).rowcount
             return ex("UPDATE sentences SET status = ? WHERE room = ? AND status = ?", (status, c, only)).rowcount

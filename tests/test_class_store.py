@@ -440,3 +440,42 @@ def test_threads_of_one_process_share_a_store(store):
         th.join(60)
     assert errors == [] and store.answers(room.code, q.id) == {"a": 160, "b": 160}
     assert len(store._idle) <= cs.MAX_IDLE_CONNECTIONS
+
+
+def test_ending_a_class_while_students_answer_leaves_no_row(store):
+    """End class in the middle of a burst: every write either lands before the end (and is deleted with the room) or
+    finds no room; no row of the room outlives it."""
+    import threading
+
+    room = store.open_room()
+    q = store.start_question(room.code, "attend", {})
+    done, refused, errors = [], [], []
+
+    def student_group(t: int) -> None:
+        for i in range(10_000):
+            try:
+                store.answer(room.code, q.id, f"t{t}s{i}", "a")
+                store.submit_sentence(room.code, f"t{t}s{i}", "m", "it was tired", ["it", "was"], 0, 1) \
+                    if i % 10 == 0 else store.join(room.code, f"t{t}j{i}")
+                done.append(1)
+            except UnknownRoom:
+                refused.append(1)
+                return
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+                return
+
+    threads = [threading.Thread(target=student_group, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    deadline = time.monotonic() + 30
+    while len(done) < 100 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    store.end_room(room.code)
+    for th in threads:
+        th.join(60)
+    assert errors == [] and len(refused) == 6 and len(done) >= 100
+    for table, column in cs.ROOM_TABLES:
+        n = store._read(lambda ex, t=table, c=column: ex(f"SELECT COUNT(*) FROM {t} WHERE {c} = ?",
+                                                          (room.code,)).fetchone()[0])
+        assert n == 0, table

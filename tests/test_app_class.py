@@ -260,3 +260,28 @@ def test_a_wrong_room_link_says_so():
     s = _app(room="ZZZZZZZZ")
     assert_ok(s)
     assert any("ended" in w.value for w in s.warning)
+
+
+def test_a_student_answers_on_their_own_sentence(minilm):
+    lec, code = _lecturer()
+    _question(lec)
+    q = _store().current_question(code)
+    own = "The dog chased the cat because it was hungry"
+    s = _app(room=code, text=own)
+    s.toggle(key=f"class_own_{q.id}").set_value(True).run()
+    assert_ok(s)
+    toks = minilm.trace(own).source_tokens
+    query = toks.index("it")
+    s.pills(key=f"class_ownq_{q.id}").set_value(query).run()
+    att = minilm.trace(own).encoder_attention[q.payload["layer"], q.payload["head"], query]
+    answer = int(att.argmax())
+    s.pills(key=f"class_owna_{q.id}_{query}").set_value(answer).run()
+    assert_ok(s)
+    assert _store().answers(code, q.id) == {"own:1": 1}
+    lec.run()
+    assert _metrics(lec)["Answered"] == "1"
+    lec.button(key=f"class_reveal_{q.id}").click().run()
+    assert "1 of 1 students got it right" in lec.success[0].value
+    assert _store().summary(code)["questions"][0]["right"] == 1
+    s.run()
+    assert s.success and s.pills(key=f"class_owna_{q.id}_{query}").disabled

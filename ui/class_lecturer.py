@@ -148,6 +148,8 @@ def projector(code: str, lg: str, lecture: bool) -> None:
     a, b = st.columns(2)
     a.metric(t("class.students", lg), students)
     b.metric(t("class.answered", lg), tl.answered)
+    if tl.own:
+        st.caption(t("class.own_count", lg, n=tl.own))
     labels = [cr.option_label(q, i, lg) for i in range(len(q.payload["options"]))]
     res = q.revealed
     if not res:
@@ -158,6 +160,8 @@ def projector(code: str, lg: str, lecture: bool) -> None:
     answer = int(res["answer"])
     st.success(t("class.reveal.answer", lg, answer=md_escape(labels[answer]), right=res["right"],
                  n=res["answered"]), icon=":material/check_circle:")
+    if res.get("own"):
+        st.caption(t("class.reveal.own", lg, n=res["own"], right=res["own_right"]))
     st.plotly_chart(vc.answer_bars(tl.counts, labels, answer=answer, weights=res["weights"], lecture=lecture,
                                    title=t("class.fig.reveal", lg), lang=lg), key=f"class_reveal_fig_{q.id}")
 
@@ -169,11 +173,11 @@ def reveal(code: str, q) -> None:
 # ---- sentences ------------------------------------------------------------------------------------------------------
 def sentence_line(s, lg: str) -> str:
     """A sentence as plain text with its query and referent tokens (for st.text: never markdown or HTML)."""
-    return t("class.sentence_line", lg, text=s.text, query=_tok(s, s.query), referent=_tok(s, s.referent))
+    return t("class.sentence_line", lg, text=cr.plain(s.text), query=_tok(s, s.query), referent=_tok(s, s.referent))
 
 
 def _tok(s, i: int) -> str:
-    return s.tokens[i] if 0 <= i < len(s.tokens) else "?"
+    return cr.plain(s.tokens[i]) if 0 <= i < len(s.tokens) else "?"
 
 
 def sentences_tab(view: View, code: str) -> None:

@@ -181,28 +181,59 @@ def option_label(q: Question, i: int, lang: str) -> str:
     return t("tour.head_n", lang, i=i) if q.kind == "prev_head" else str(q.payload["options"][i])
 
 
+OWN = "own:"  # a student's answer on their own sentence: "own:1" right, "own:0" wrong (kept off the spread)
+OWN_KINDS = ("attend", "prev_head")  # the questions a student may answer on their own sentence
+
+
+def own_question(q: Question, text: str, device: str, query: int | None = None) -> tuple[list[str], int] | None:
+    """(options, the model's answer) of question `q` asked on another sentence (a student's own, read by the
+    question's model): for "where will it attend", from the `query` token the student chose; None when it cannot be
+    asked there (no text, no query chosen, or a layer / head the text's trace lacks)."""
+    p = q.payload
+    if q.kind not in OWN_KINDS or not text.strip():
+        return None
+    if q.kind == "attend":
+        tr = runs.get_trace(p["model"], device, text)
+        rows, cols = tr.axis_tokens(p["block"])
+        if query is None or not 0 <= query < len(rows):
+            return None
+        w = np.asarray(tr.attention(p["block"])[p["layer"], p["head"], query], dtype=np.float64)
+        return [f"{j}: {c}" for j, c in enumerate(cols)], int(w.argmax())
+    prev = np.asarray(runs.block_metrics(p["model"], device, text, p["block"])["prev"][p["layer"]])
+    return [str(h) for h in range(len(prev))], int(np.nan_to_num(prev, nan=0.0).argmax())
+
+
 @dataclass(frozen=True)
 class Tally:
-    counts: list[int]  # answers per option
-    answered: int  # students who answered (each counted once)
+    counts: list[int]  # answers per option (on the lecturer's sentence)
+    answered: int  # students who answered (each counted once), on either sentence
+    own: int = 0  # of them, on their own sentence
+    own_right: int = 0  # of those, right
 
 
 def tally(code: str, q: Question) -> Tally:
-    """The answers per option (answers that name no option are left out)."""
+    """The answers per option (answers that name no option are left out), and those on students' own sentences."""
     got = store().answers(code, q.id)
     n = len(q.payload["options"])
     counts = [0] * n
+    own = own_right = 0
     for ans, c in got.items():
-        if str(ans).isdigit() and int(ans) < n:
+        ans = str(ans)
+        if ans.isdigit() and int(ans) < n:
             counts[int(ans)] += int(c)
-    return Tally(counts, sum(counts))
+        elif ans.startswith(OWN):
+            own += int(c)
+            own_right += int(c) if ans == OWN + "1" else 0
+    return Tally(counts, sum(counts) + own, own, own_right)
 
 
 def reveal_result(code: str, q: Question) -> dict:
-    """What the reveal shows: the model's answer, how many were right, the weight the model gave each option."""
+    """What the reveal shows: the model's answer, how many were right (on the lecturer's sentence and on their own),
+    the weight the model gave each option. "answers": what the store's summary counts as right."""
     tl = tally(code, q)
     answer = int(q.payload["answer"])
-    return dict(answer=answer, right=tl.counts[answer], answered=tl.answered, counts=tl.counts,
+    return dict(answer=answer, answers=[str(answer), OWN + "1"], right=tl.counts[answer] + tl.own_right,
+                answered=tl.answered, own=tl.own, own_right=tl.own_right, counts=tl.counts,
                 weights=q.payload["weights"])
 
 

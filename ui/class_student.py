@@ -34,13 +34,15 @@ def top(view: View) -> None:
         return
     with st.container(border=True, key="class_banner"):
         st.markdown(t("class.banner", lg, code=f"`{code}`"))
-        live_question(code, lg)
+        live_question(code, lg, view.text, view.device)
         with st.expander(t("class.send", lg), icon=":material/edit_note:"):
             sentence_form(code, view.model_name, view.device, lg)
 
 
 @st.fragment(run_every=REFRESH_S)
-def live_question(code: str, lg: str) -> None:
+def live_question(code: str, lg: str, text: str, device: str) -> None:
+    """The room's current question (redrawn alone every REFRESH_S): on the lecturer's sentence, or, for the questions
+    that can be asked on any sentence, on the student's own (the sidebar's)."""
     store = cr.store()
     if store.room(code) is None:  # ended meanwhile
         st.caption(t("class.gone", lg))
@@ -51,25 +53,69 @@ def live_question(code: str, lg: str) -> None:
         return
     p = q.payload
     st.markdown(cr.question_text(q, lg))
+    if q.kind in cr.OWN_KINDS and text.strip() and text != p["text"] and st.toggle(
+            t("class.own", lg), key=f"class_own_{q.id}", disabled=bool(q.revealed), help=t("class.own_help", lg)):
+        own_answer(code, q, lg, text, device)
+        return
     st.caption(t("class.on_sentence", lg, text=md_escape(p["text"])))
-    n = len(p["options"])
     key = f"class_answer_{q.id}"
-    fmt = dict(format_func=lambda i: md_escape(cr.option_label(q, i, lg)), key=key, on_change=save,
-               args=(code, q.id, key), disabled=bool(q.revealed))
+    choose(q, len(p["options"]), lambda i: cr.option_label(q, i, lg), key, lg, save, (code, q.id, key))
+    verdict(q, st.session_state.get(key), int(q.revealed["answer"]) if q.revealed else None,
+            lambda i: cr.option_label(q, i, lg), lg)
+
+
+def choose(q, n: int, label, key: str, lg: str, on_change, args: tuple) -> None:
+    """The answer widget: pills, or a selectbox for many options; disabled once revealed."""
+    fmt = dict(format_func=lambda i: md_escape(label(i)), key=key, on_change=on_change, args=args,
+               disabled=bool(q.revealed))
     if n <= MAX_PILLS:
         st.pills(t("class.your_answer", lg), range(n), **fmt)
     else:
         st.selectbox(t("class.your_answer", lg), range(n), index=None, placeholder=t("quiz.pick", lg), **fmt)
-    mine = st.session_state.get(key)
-    if q.revealed:
-        answer = int(q.revealed["answer"])
-        label = md_escape(cr.option_label(q, answer, lg))
+
+
+def verdict(q, mine: int | None, answer: int | None, label, lg: str) -> None:
+    """After the reveal, right or wrong; before it, that the answer is in."""
+    if q.revealed and answer is not None:
+        shown = md_escape(label(answer))
         if mine == answer:
-            st.success(t("quiz.right", lg, answer=label), icon=":material/check_circle:")
+            st.success(t("quiz.right", lg, answer=shown), icon=":material/check_circle:")
         else:
-            st.warning(t("quiz.wrong", lg, answer=label), icon=":material/cancel:")
+            st.warning(t("quiz.wrong", lg, answer=shown), icon=":material/cancel:")
     elif mine is not None:
         st.caption(t("class.answered_you", lg))
+
+
+def own_answer(code: str, q, lg: str, text: str, device: str) -> None:
+    """The question on the student's own sentence: for "where will it attend", the query token first; the answer is
+    stored as right or wrong only (it has no place in the spread of the lecturer's options)."""
+    p = q.payload
+    st.caption(t("class.on_own", lg, text=md_escape(text)))
+    query = None
+    if q.kind == "attend":
+        rows = runs.get_trace(p["model"], device, text).axis_tokens(p["block"])[0]
+        query = st.pills(t("class.own_query", lg), range(len(rows)), key=f"class_ownq_{q.id}",
+                         format_func=lambda i: md_escape(f"{i}: {rows[i]}"), disabled=bool(q.revealed))
+    asked = cr.own_question(q, text, device, query)
+    if asked is None:
+        return
+    options, answer = asked
+    key = f"class_owna_{q.id}_{query}"
+    label = (lambda i: t("tour.head_n", lg, i=i)) if q.kind == "prev_head" else (lambda i: options[i])
+    choose(q, len(options), label, key, lg, save_own, (code, q.id, key, answer))
+    verdict(q, st.session_state.get(key), answer, label, lg)
+
+
+def save_own(code: str, qid: int, key: str, answer: int) -> None:
+    """Store whether this session's answer on its own sentence is the model's (the last one counts)."""
+    value = st.session_state.get(key)
+    q = cr.store().question(code, qid)
+    if value is None or q is None or q.revealed:
+        return
+    try:
+        cr.store().answer(code, qid, cr.session_id(), cr.OWN + str(int(int(value) == answer)))
+    except ClassError:
+        pass
 
 
 def save(code: str, qid: int, key: str) -> None:

@@ -32,6 +32,8 @@ _CSS = """<style>
 .class-link {font-size: clamp(1.4rem, 4vw, 2.6rem); font-weight: 600; overflow-wrap: anywhere}
 .class-code {font-size: clamp(2rem, 6vw, 4rem); font-weight: 700; letter-spacing: 0.08em}
 .st-key-class_qr img {image-rendering: pixelated; max-height: 70vh; max-width: 100%; object-fit: contain}
+[data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * {
+  font-size: 3.6rem !important; line-height: 1.1 !important; font-weight: 700}
 </style>"""  # constant CSS; no user text
 
 

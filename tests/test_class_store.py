@@ -366,11 +366,13 @@ def concurrent_answers(url: str, fresh: str, procs: int) -> tuple[float, int]:
     return rate, sum(r[3] for r in results)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("procs", [2, 4])
 def test_several_processes_write_one_sqlite_file_without_locked_errors(tmp_path, procs):
     concurrent_answers(str(tmp_path / "class.sqlite3"), str(tmp_path / "fresh.sqlite3"), procs)
 
 
+@pytest.mark.slow
 def test_several_processes_write_one_postgres_database(pg):
     concurrent_answers(pg.create_db(), pg.create_db(), 4)
 
@@ -384,6 +386,7 @@ def _acknowledging_writer(url: str, code: str, qid: int, acks: str) -> None:
             f.write(f"s{i}\n")
 
 
+@pytest.mark.slow
 def test_a_process_killed_mid_burst_loses_no_acknowledged_answer(url, tmp_path):
     """SIGKILL during a burst of answers: every answer acknowledged before the kill is in the store (the database is
     not corrupted, no lock is left behind); the students answer again through another process and are counted once,

@@ -123,10 +123,9 @@ def room_tab(view: View, code: str) -> None:
 # ---- questions and the projector -----------------------------------------------------------------------------------
 def question_tab(view: View, code: str) -> None:
     lg = view.lang
-    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    kind = c1.segmented_control(t("class.kind", lg), cr.KINDS, key=K_KIND, default="attend", required=True,
-                                format_func=lambda k: t(f"class.kind.{k}", lg))
-    step = c2.number_input(t("class.step", lg), 1, 64, 3, key=K_STEP) if kind == "next_token" else 1
+    kind = st.segmented_control(t("class.kind", lg), cr.KINDS, key=K_KIND, default="attend", required=True,
+                                format_func=lambda k: t(f"class.kind.{k}", lg))  # the page's width: lecture fonts fit
+    step = st.number_input(t("class.step", lg), 1, 64, 3, key=K_STEP, width=200) if kind == "next_token" else 1
     st.caption(t(f"class.kind_help.{kind}", lg, where=head_name(view.layer, view.head, lg), layer=view.layer))
     if st.button(t("class.start", lg), type="primary", key="class_start", icon=":material/play_arrow:",
                  disabled=not view.text.strip()):

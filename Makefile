@@ -33,8 +33,12 @@ MALLOC_ENV := MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 MODELS_ENV := $(if $(MODELS),HEADLIGHT_MODELS="$(MODELS)")
 
 # RUN_ARGS: extra streamlit options, e.g. RUN_ARGS="--server.fileWatcherType auto --server.runOnSave true" while editing
+# The lecturer key (the Class page, the class endpoints): HEADLIGHT_LECTURER_KEY, else a new one printed here
 run: $(STAMP)
-	$(MALLOC_ENV) $(MODELS_ENV) $(PY) -m serve run app.py --server.port $(PORT) $(RUN_ARGS)
+	@key="$${HEADLIGHT_LECTURER_KEY:-}"; \
+	if [ -z "$$key" ]; then key="$$($(PY) -m serve lecturer-key)" || exit 1; \
+	  echo "Lecturer key for the Class page (new at each start; set HEADLIGHT_LECTURER_KEY to keep one): $$key" >&2; fi; \
+	HEADLIGHT_LECTURER_KEY="$$key" $(MALLOC_ENV) $(MODELS_ENV) $(PY) -m serve run app.py --server.port $(PORT) $(RUN_ARGS)
 
 # several app processes behind HAProxy (cookie-sticky) on $(PORT): deploy/serve.sh (installs Debian's haproxy when missing;
 # the port answers at once with a starting page until the processes are warm)

@@ -14,7 +14,9 @@
 # /tmp/headlight-serve.* folder).
 #
 # Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
-# HEADLIGHT_PUBLIC_URL (the share dialog's link host), PY (the Python with Streamlit, default .venv/bin/python).
+# HEADLIGHT_PUBLIC_URL (the share dialog's link host), HEADLIGHT_LECTURER_KEY (the Class page's key: generated and
+# printed when unset), HEADLIGHT_CLASS_DB (postgresql://... for several hosts; else SQLite in HEADLIGHT_DATA_DIR,
+# default .headlight/), PY (the Python with Streamlit, default .venv/bin/python).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +28,7 @@ BASE="${HEADLIGHT_BASE_PORT:-8601}"
 WARM=0
 READY_S="${HEADLIGHT_READY_S:-180}"
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -n|--procs) PROCS="$2"; shift 2 ;;
@@ -85,6 +87,12 @@ trap 'exit 143' TERM
 
 # One secret for all processes: a browser that fails over to another process keeps a valid XSRF cookie.
 export STREAMLIT_SERVER_COOKIE_SECRET="${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PY" -m serve cookie-secret)}"
+# One lecturer key for all processes (the Class page, /_headlight/class/...): a new one when unset, printed here only.
+if [[ -z "${HEADLIGHT_LECTURER_KEY:-}" ]]; then
+    HEADLIGHT_LECTURER_KEY="$("$PY" -m serve lecturer-key)"
+    echo "serve.sh: lecturer key for the Class page (new at each start; set HEADLIGHT_LECTURER_KEY to keep one): $HEADLIGHT_LECTURER_KEY" >&2
+fi
+export HEADLIGHT_LECTURER_KEY
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLIGHT_TORCH_THREADS:-1}"
 
 # The app processes first (they take longest to be ready), then the balancer, so the port answers at once: until an

@@ -4,6 +4,7 @@
     python -m serve starting-page ko                 the page make serve's balancer shows until the app is ready
     python -m serve haproxy SOCKET COMMAND           one command on HAProxy's admin socket (deploy/serve.sh)
     python -m serve cookie-secret                    a new secret shared by make serve's processes
+    python -m serve lecturer-key                     a new lecturer key (make run / make serve, when unset)
     python -m serve public-url 0.0.0.0:8501          the URL students open for a bind address ("" for loopback)
 
 Any other arguments go to Streamlit's command line as they are, through the door.
@@ -32,6 +33,11 @@ def main(argv: list[str] | None = None) -> None:
         from ui.hosts import bind_public_url, lan_address
 
         print(bind_public_url(args[1], lan_address()))
+        return
+    if args == ["lecturer-key"]:  # HEADLIGHT_LECTURER_KEY for the Class page and the class endpoints
+        from classroom.lecturer import new_key
+
+        print(new_key())
         return
     if args == ["cookie-secret"]:
         import secrets

@@ -17,19 +17,33 @@ start (`python -m serve run app.py ...`, serve/__main__.py), the readiness path,
    the id (ui/shortlinks.py, on disk, shared by every process); an unknown or malformed id gets a small page in the
    browser's language (404) with a link to the app.
 
+4. The class endpoints for tools and tests (`CLASS_PREFIX`, issue 29), answered here in JSON, never by Streamlit:
+   `POST /_headlight/class/rooms` opens a room (`{"room": CODE}`), `GET /_headlight/class/rooms/CODE/summary` is its
+   summary (classroom/store.py `summary`), `DELETE /_headlight/class/rooms/CODE` ends it. Each needs
+   `Authorization: Bearer <HEADLIGHT_LECTURER_KEY>` (classroom/lecturer.py): no key 401, a wrong key (or none set)
+   403, too many wrong keys from one address 429, each with no data; the key is checked before the path is read,
+   so without it nothing about rooms or routes is told. An unknown or expired room: 404.
+
 All are installed by wrapping uvicorn's Config before Streamlit builds its server (Streamlit 1.67 serves with
 uvicorn, `streamlit.web.server.starlette`); nothing else of Streamlit is changed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+import ipaddress
+import json
+import logging
+import os
 import re
 from urllib.parse import quote
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from classroom.lecturer import Gate, bearer
+from classroom.store import UnknownRoom, shared_store
 from i18n import LANGS, t
 from ui import shortlinks
 from ui.pages import BY_NAME
@@ -42,6 +56,7 @@ SHORT_PREFIX = "/s/"  # short links: /s/<id> (ui/share.py SHORT_PREFIX)
 STARTING_REFRESH_S = 1  # the starting page reloads itself this often without JavaScript
 STARTING_POLL_S = 0.25  # with JavaScript it asks this often whether the app answers, and reloads as soon as it does
 READY_PATH = "/_headlight/ready"  # 200 once the preload is over (make serve's readiness check)
+CLASS_PREFIX = "/_headlight/class/"  # the class endpoints (lecturer key required)
 MAX_LINK_BYTES = 16_384  # a longer link gets the door page, however its bytes arrived (h11 refuses it only when
 # the head comes in pieces); the app writes its own links far below this (ui/state.py MAX_URL_TEXT)
 # Streamlit's own first path segments (its API, websocket, assets, media files, components)
@@ -152,6 +167,9 @@ class DoorMiddleware:
         if scope.get("type") == "http" and scope.get("path") == READY_PATH:
             await readiness(send)
             return
+        if scope.get("type") == "http" and (scope.get("path", "") + "/").startswith(CLASS_PREFIX):
+            await class_api(scope, send)
+            return
         if scope.get("type") == "http" and scope.get("path", "").startswith(SHORT_PREFIX) \
                 and scope.get("method") in ("GET", "HEAD"):
             await short_link(scope, send)
@@ -197,6 +215,112 @@ async def readiness(send) -> None:
                 "headers": [(b"content-type", b"text/plain"), (b"cache-control", b"no-store"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+# ---- the class endpoints ---------------------------------------------------------------------------------------------
+LOG = logging.getLogger("headlight.door")
+GATE = Gate()  # this process's key check and its limit on wrong keys (HEADLIGHT_LECTURER_KEY, read at each check)
+
+
+def class_store():
+    """The process's class store (classroom/store.py shared_store: the Class page's too), opened on first use."""
+    return shared_store()
+
+
+TRUSTED_PROXIES_ENV = "HEADLIGHT_TRUSTED_PROXIES"  # balancers on other hosts whose X-Forwarded-For is believed
+
+
+def trusted_proxy(peer: str) -> bool:
+    """This machine (make serve's HAProxy), or an address or network in HEADLIGHT_TRUSTED_PROXIES ("10.0.0.5,
+    10.1.0.0/16": the balancer of several hosts)."""
+    try:
+        ip = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    if ip.is_loopback:
+        return True
+    for item in os.environ.get(TRUSTED_PROXIES_ENV, "").split(","):
+        try:
+            if item.strip() and ip in ipaddress.ip_network(item.strip(), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def client_address(scope) -> str:
+    """The requester's address: the peer's, or, when the peer is a trusted balancer (HAProxy of `make serve` on
+    this machine, which adds `X-Forwarded-For`, deploy/haproxy.cfg), the last address in that header (the one the
+    balancer itself added; a client's own header comes before it)."""
+    peer = (scope.get("client") or ("", 0))[0] or ""
+    if trusted_proxy(peer):
+        forwarded = [v for k, v in scope.get("headers") or [] if k == b"x-forwarded-for"]
+        if forwarded:
+            last = forwarded[-1].decode("latin-1").split(",")[-1].strip()
+            if last:
+                return last
+    return peer
+
+
+async def json_response(send, status: int, data: dict, headers: list | None = None) -> None:
+    body = json.dumps(data).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-store"),
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def class_api(scope, send) -> None:
+    """CLASS_PREFIX: the lecturer key first (401 / 403 / 429 with nothing else told), then the route."""
+    authorization = next((v for k, v in scope.get("headers") or [] if k == b"authorization"), None)
+    address = client_address(scope)
+    verdict = GATE.check(address, bearer(authorization))
+    if verdict == "limited":
+        wait = max(1, round(GATE.retry_after(address)))
+        LOG.warning("class endpoint: too many wrong lecturer keys from %s", address)
+        await json_response(send, 429, {"error": "too many wrong keys; try again later"},
+                            [(b"retry-after", str(wait).encode())])
+        return
+    if verdict == "missing":
+        await json_response(send, 401, {"error": "the lecturer key is required (Authorization: Bearer <key>)"},
+                            [(b"www-authenticate", b'Bearer realm="headlight"')])
+        return
+    if verdict != "ok":  # wrong, or no key set on this server: no lecturer action is possible
+        if verdict == "wrong":
+            LOG.warning("class endpoint: a wrong lecturer key from %s", address)
+        await json_response(send, 403, {"error": "wrong lecturer key"})
+        return
+    parts = [p for p in scope["path"][len(CLASS_PREFIX):].split("/") if p]
+    method = scope.get("method")
+    try:
+        if parts == ["rooms"]:
+            if method != "POST":
+                await json_response(send, 405, {"error": "POST opens a room"}, [(b"allow", b"POST")])
+                return
+            room = await asyncio.to_thread(lambda: class_store().open_room())
+            await json_response(send, 200, {"room": room.code, "expires": room.expires})
+            return
+        if len(parts) == 3 and parts[0] == "rooms" and parts[2] == "summary":
+            if method != "GET":
+                await json_response(send, 405, {"error": "GET reads the summary"}, [(b"allow", b"GET")])
+                return
+            code = parts[1]
+            summary = await asyncio.to_thread(lambda: class_store().summary(code))
+            await json_response(send, 200, summary)
+            return
+        if len(parts) == 2 and parts[0] == "rooms" and method == "DELETE":
+            code = parts[1]
+            await asyncio.to_thread(lambda: class_store().end_room(code))
+            await json_response(send, 200, {"ended": code})
+            return
+    except UnknownRoom:
+        await json_response(send, 404, {"error": "no such class (unknown, ended or expired)"})
+        return
+    except Exception as exc:  # noqa: BLE001 - the database is down or refused it: said (503) and logged
+        LOG.exception("class endpoint: the class store failed: %s", exc)
+        await json_response(send, 503, {"error": "the class store is not available"})
+        return
+    await json_response(send, 404, {"error": "no such class endpoint"})
 
 
 def redirect_target(path: str, query: bytes, accept: bytes) -> str | None:

@@ -35,12 +35,17 @@ MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
 
 # the layers above each package: what it must never import (streamlit, plotly, torch and transformers: rules below)
 LAYERS = {
-    "analysis": {"ui", "viz", "app_pages", "app", "serve"},
-    "viz": {"ui", "app_pages", "app", "serve", "training"},
-    "training": {"plotly", "ui", "viz", "app_pages", "app", "serve"},
+    "analysis": {"ui", "viz", "app_pages", "app", "serve", "classroom"},
+    "viz": {"ui", "app_pages", "app", "serve", "training", "classroom"},
+    "training": {"plotly", "ui", "viz", "app_pages", "app", "serve", "classroom"},
     "ui": {"app_pages", "app", "training", "serve"},  # serving is serve/'s; serve/ may import ui/, not the reverse
-    "app_pages": {"training", "serve"},
+    "app_pages": {"training", "serve", "classroom"},  # the class store through ui/ only
+    "model": {"classroom"},
+    "i18n": {"classroom"},
 }
+# classroom/ (the class's shared store): the standard library, sqlite3 and psycopg only
+CLASSROOM_MAY_IMPORT = {"__future__", "collections", "dataclasses", "fcntl", "hashlib", "hmac", "json", "os", "pathlib",
+                        "psycopg", "random", "re", "secrets", "sqlite3", "threading", "time", "typing", "unicodedata"}
 
 
 def graph_modules() -> dict[str, Path]:
@@ -136,9 +141,28 @@ def test_model_imports_nothing_of_the_project_outside_model():
     assert bad == [], "model/ imports the project outside model/:\n" + "\n".join(bad)
 
 
+def test_classroom_is_pure_python_and_imports_nothing_of_ours():
+    """classroom/ (the class store) is shared by the door and the Class page: the standard library, sqlite3 and
+    psycopg only (no Streamlit, torch, numpy or plotly), and no package of the project outside classroom/."""
+    files = files_of("classroom")
+    assert {"classroom/__init__.py", "classroom/store.py"} <= {rel(p) for p in files}
+    mods = graph_modules()
+    bad = []
+    for p in files:
+        for imp in imports_of(p):
+            target = resolve(imp.module, mods) or next(
+                (t for n in imp.names if (t := resolve(f"{imp.module}.{n}", mods))), None)
+            if target and target.split(".")[0] == "classroom":
+                continue
+            if imp.module.startswith(".") or target or imp.top not in CLASSROOM_MAY_IMPORT:
+                bad.append(f"{rel(p)}:{imp.line} imports {imp.module}")
+    assert bad == [], "classroom/ imports more than the standard library, sqlite3 and psycopg:\n" + "\n".join(bad)
+
+
 def test_packages_respect_the_layers():
     """analysis/ never imports ui, viz or pages; viz/ never ui, pages or training; training/ never plotly, ui, viz or
-    pages; ui/ never pages, training or serve (serve/ starts the app and may import ui/)."""
+    pages; ui/ never pages, training or serve (serve/ starts the app and may import ui/); only serve/ and ui/ import
+    classroom/ (model/, analysis/, viz/, i18n/, training/ and the pages never do)."""
     bad = [line for pkg, forbidden in LAYERS.items() for line in offenders(files_of(pkg), forbidden)]
     assert bad == [], "\n".join(bad)
 

@@ -5,7 +5,7 @@ only: it can be imported without Streamlit.
     from ui.pages import PAGES, page_file
     page_file("steps")        # "app_pages/steps.py"
 
-A page's URL path is its file's stem; the default page is served at the root URL ("/"). Pages live in app_pages/,
+A page's URL path is its file's stem (or its `path`: `class` is a Python keyword, so /class is app_pages/class_.py); the default page is served at the root URL ("/"). Pages live in app_pages/,
 not pages/: a folder named pages/ beside the entrypoint is Streamlit's legacy multipage mechanism, which is active in
 a fresh server process until some session has run st.navigation; a direct link opened in that window ran the page
 without the shell (see README, "Why app_pages/").
@@ -25,11 +25,12 @@ class Page:
     imports: tuple[str, ...]  # the project's modules the script imports (tests/test_pages.py checks it); preloaded
     default: bool = False  # served at the root URL
     own_model: bool = False  # runs its own model (seq2seq-tiny), whatever the sidebar's model: no sidebar trace
+    path: str = ""  # the URL path when it is not the file's stem (`class_.py` is served at /class)
 
     @property
     def name(self) -> str:
-        """The URL path (`/steps`), the file's stem."""
-        return PurePosixPath(self.file).stem
+        """The URL path (`/steps`): `path`, else the file's stem."""
+        return self.path or PurePosixPath(self.file).stem
 
 
 PAGES: tuple[Page, ...] = (  # in the menu's order
@@ -49,6 +50,8 @@ PAGES: tuple[Page, ...] = (  # in the menu's order
          imports=("ui.tour", "ui.shell")),
     Page("app_pages/deck.py", "page.deck", ":material/slideshow:",
          imports=("ui.deck", "ui.shell")),
+    Page("app_pages/class_.py", "page.class", ":material/groups:", path="class",
+         imports=("ui.class_lecturer", "ui.shell")),
 )
 BY_NAME: dict[str, Page] = {p.name: p for p in PAGES}
 DEFAULT: Page = next(p for p in PAGES if p.default)

@@ -137,18 +137,27 @@ def prev_head_question(view: View, layer: int, lg: str) -> bool:
     return True
 
 
+def next_options(run: DecodingRun, step: int) -> list[str]:
+    """The options of a "which token next" question at `step`, each once: seq2seq-tiny copies, reverses or swaps the
+    source, so its text tokens and <eos> (the task's last expected token); a translator (no task answer) writes
+    another language, so the step's top tokens, in alphabetical order so that the order does not tell; then the
+    emitted token (so the answer is always there)."""
+    s = run.steps[step - 1]
+    pool = [*run.source_tokens[1:-1], run.expected[-1]] if run.task is not None and run.expected \
+        else sorted(s.top_tokens)
+    options: list[str] = []
+    for tok in [*pool, s.chosen]:
+        if tok not in options:
+            options.append(tok)
+    return options
+
+
 def next_token_question(view: View, run: DecodingRun, step: int, lg: str) -> bool:
     """(c) Which token will the decoder emit at this step? Options: the source's text tokens, <eos>, and the
     emitted token (so the answer is always there; a translator: its top-5 and the emitted token); the reveal uses the
     step's top-5 probabilities."""
     s = run.steps[step - 1]
-    options: list[str] = []
-    # seq2seq-tiny copies, reverses or swaps the source: its text tokens and <eos>; a translator (no task answer)
-    # writes another language: the step's top tokens, in alphabetical order so that the order does not tell
-    pool = [*run.source_tokens[1:-1], run.expected[-1]] if run.task is not None and run.expected else sorted(s.top_tokens)
-    for tok in [*pool, s.chosen]:
-        if tok not in options:
-            options.append(tok)
+    options = next_options(run, step)
     answer = options.index(s.chosen)
     qid = _qid("next", view.text, run.task, run.mode, step, *([run.model] if run.task is None else []))  # translator
     question = t("quiz.next.q", lg, step=step, last=md_escape(s.inputs[-1]))

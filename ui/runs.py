@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from analysis import atlas, decoding, explore, flow, heads, masks, positional, stages, vocab
+from analysis import atlas, class_heads, decoding, explore, flow, heads, masks, positional, stages, vocab
 from analysis import crosslingual as xl
 from analysis import trace as traces
 from analysis.batching import MicroBatcher
@@ -260,3 +260,12 @@ def crosslingual(name: str, device: str, a: tuple[str, str, str], b: tuple[str, 
 @memo
 def crosslingual_compare(name: str, device: str, a: tuple[str, str, str], b: tuple[str, str, str]):
     return xl.compare(get_model(name, device), a, b)
+
+
+# ---- class mode ---------------------------------------------------------------------------------------------------
+@memo(spinner="cache.running_model")
+def class_ranking(name: str, device: str, sentences: tuple[tuple[str, int, int], ...]) -> class_heads.HeadRanking:
+    """The class's head ranking over approved sentences (text, query token, referent token), each traced once."""
+    sents = [class_heads.ClassSentence(*s) for s in sentences]
+    return class_heads.rank_heads(get_model(name, device), sents,
+                                  traces=[get_trace(name, device, s.text) for s in sents])

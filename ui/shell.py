@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import deck, readable, runs, share, store
+from . import class_student, deck, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -83,6 +83,7 @@ def run() -> None:
         with store.compute_slot():
             deck.top(page.url_path, lang)  # a deck's link, messages, the present mode's bar
             view = sidebar(page.url_path)
+            class_student.top(view)  # a student's class (a link with ?room=CODE): the banner and its question
             token = _VIEW.set(view)
             try:
                 page.run()
@@ -103,7 +104,8 @@ def session_pages(lang: str) -> list:
     ss = st.session_state
     made = ss.get(PAGES_KEY)
     if made is None or made[0] != lang:
-        made = (lang, [st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default) for p in PAGES])
+        made = (lang, [st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default,
+                               url_path=None if p.default else p.name) for p in PAGES])
         ss[PAGES_KEY] = made
     return made[1]
 

@@ -32,8 +32,10 @@ from .view import (
     K_LECTURE,
     K_MODEL,
     K_PRESET,
+    K_ROOM,
     K_TEXT,
     K_TOKEN,
+    ROOM_CODE,
     View,
     show_value,
 )
@@ -118,6 +120,12 @@ def read_url() -> None:
     lec = qp.get(K_LECTURE)
     if lec is not None:
         ss[K_LECTURE] = lec.strip().lower() in ("1", "true", "yes", "on")
+    room = qp.get(K_ROOM)
+    if room is not None:
+        if ROOM_CODE.fullmatch(room):
+            ss[K_ROOM] = room
+        else:
+            notices.append(t("shell.url.room", lg, value=show_value(room)))
     # layer / head / token / block are validated once the model and the trace are known
     ss[PENDING] = {k: qp.get(k) for k in (K_LAYER, K_HEAD, K_TOKEN, K_BLOCK) if qp.get(k) is not None}
     ss[URL_NOTICES] = notices
@@ -161,6 +169,7 @@ def write_url(view: View) -> None:
         K_DEVICE: st.session_state.get(K_DEVICE) if st.session_state.get(K_DEVICE, "auto") != "auto" else None,
         K_LECTURE: "1" if view.lecture else None,
         K_LANG: view.lang if view.lang != "en" else None,
+        K_ROOM: st.session_state.get(K_ROOM),  # a student's class stays in the link on every page
     }
     qp = st.query_params
     for k, v in want.items():

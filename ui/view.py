@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 # keys of the shared widgets (stable: tests and the URL address them)
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET, K_LANG = (
     "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset", "lang")
+K_ROOM = "room"  # a student's class (issue 29): the link `/?room=CODE`; kept in the URL on every page
+ROOM_CODE = re.compile(r"[A-Za-z0-9_-]{4,64}")  # what a room code may look like (the store decides if it exists)
 TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token picker: a new one selects its default
 BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder
 

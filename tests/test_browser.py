@@ -20,7 +20,16 @@ pytestmark = pytest.mark.browser
 
 ALL_PAGES = [("" if p.default else p.name, p.name) for p in TABLE]  # (URL path, page), in the menu's order
 # the pages that draw a chart at once (the Lesson deck draws its outline as a table: tests/test_browser_deck.py)
-PAGES = [(path, name) for path, name in ALL_PAGES if name not in ("heads", "tour", "deck")]
+# (the Class page asks for the lecturer key first: tests/test_app_class.py)
+PAGES = [(path, name) for path, name in ALL_PAGES if name not in ("heads", "tour", "deck", "class")]
+DRAWN = '[data-testid="stPlotlyChart"] .main-svg, [data-testid="stImage"] img, [data-testid="stTable"]'
+# the Class page before the key: its key form (or, on a server started without a key, the notice that says so)
+KEY_FORM = '[data-testid="stMain"] [data-testid="stTextInput"] input, [data-testid="stMain"] [data-testid="stAlert"]'
+
+
+def drawn(name: str) -> str:
+    """What shows that a page is drawn: a chart, image or table; the Class page's key form."""
+    return KEY_FORM if name == "class" else DRAWN
 
 
 def require_browser() -> None:
@@ -34,7 +43,7 @@ def require_browser() -> None:
 @pytest.fixture(scope="module")
 def app_url():
     require_browser()
-    with serve_app() as base:
+    with serve_app(env={"HEADLIGHT_LECTURER_KEY": "browser-test-key-0123456789abcdef"}) as base:
         yield base
 
 
@@ -181,8 +190,7 @@ def test_every_page_fits_a_projector_and_a_phone(app_url, shot_dir, size):
         for path, name in ALL_PAGES:
             page.goto(f"{app_url}/{path}?{urlencode({**params, **EXTRA.get(name, {})})}", wait_until="domcontentloaded")
             wait_for_app(page)
-            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg, [data-testid="stImage"] img, '
-                                   '[data-testid="stTable"]', timeout=60_000)
+            page.wait_for_selector(drawn(name), timeout=60_000)
             page.wait_for_timeout(300)  # plotly's responsive resize
             assert not _errors(page), (name, _errors(page))
             page.screenshot(path=str(out_dir / f"{name}.png"), full_page=False)
@@ -227,8 +235,7 @@ def test_korean_interface_on_every_page(app_url, shot_dir):
             page.goto(f"{app_url}/{path}?{urlencode({'text': text, 'lang': 'ko', **EXTRA.get(name, {})})}",
                       wait_until="domcontentloaded")
             wait_for_app(page)
-            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg, [data-testid="stImage"] img, '
-                                   '[data-testid="stTable"]', timeout=60_000)
+            page.wait_for_selector(drawn(name), timeout=60_000)
             assert not _errors(page), (name, _errors(page))
             bad = english_only(page.evaluate(_VISIBLE_TEXT_JS), words)
             if bad:

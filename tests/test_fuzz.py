@@ -112,9 +112,13 @@ def check_trace(tr, m) -> None:
         assert np.allclose(np.triu(att, 1), 0), "a decoder-only model's attention looks ahead"
     if tr.is_encoder_decoder:
         t = len(tr.target_tokens)
-        assert tr.decoder_self_attention.shape[2:] == (t, t)
+        if tr.decoder_forget_gates is not None:  # an SSRU decoder (a translator): no self-attention, its gates
+            assert tr.decoder_self_attention is None and tr.decoder_forget_gates.shape[1] == t
+            assert ((tr.decoder_forget_gates >= 0) & (tr.decoder_forget_gates <= 1)).all()
+        else:
+            assert tr.decoder_self_attention.shape[2:] == (t, t)
+            check_rows(tr.decoder_self_attention, "decoder self")
         assert tr.cross_attention.shape[2:] == (t, n)
-        check_rows(tr.decoder_self_attention, "decoder self")
         check_rows(tr.cross_attention, "cross")
         assert isinstance(tr.meta.get("output_text", ""), str)
 

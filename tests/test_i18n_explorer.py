@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis import metrics as am
 from i18n import head_name, t
-from model.examples import EXAMPLE_SENTENCES
+from model.examples import EXAMPLE_SENTENCES, TRANSLATION_SENTENCES
 from ui import explorer as ex
 from ui import heads as uh
 from ui import quiz
@@ -43,7 +43,7 @@ def _app(**params) -> AppTest:
 def _tokens(at) -> list[str]:
     """The sentence's tokens (the sidebar's query-token options, "i: token") and the example sentences."""
     opts = [str(o).split(": ", 1)[-1] for o in at.selectbox(key="token").options]
-    return [*opts, *EXAMPLE_SENTENCES]
+    return [*opts, *EXAMPLE_SENTENCES, *TRANSLATION_SENTENCES]  # the presets are sentences, not interface text
 
 
 def _no_english(at) -> None:

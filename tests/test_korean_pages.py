@@ -245,6 +245,12 @@ CASES = {
     # a rotary model's Q, K, V step: q and k before and after the RoPE turn
     "tour-smollm2-qkv": (page_file("tour"), {"model": "smollm2-135m", "step": str(tour.STEPS.index("qkv") + 1)},
                          rendered_texts),
+    # a real translator on the Encoder-decoder page (greedy, then teacher forcing)
+    "seq2seq-translator": (page_file("seq2seq"), {"model": "bergamot-en-pt"}, _seq2seq),
+    # class mode: the Class page before the key (or the notice that none is set), a student's link to a room that
+    # does not exist (the in-room pages: tests/test_app_class.py)
+    "class": (page_file("class"), {}, rendered_texts),
+    "class-student": (page_file("explorer"), {"room": "ABCD-EFGH"}, rendered_texts),
 }
 
 

@@ -286,9 +286,9 @@ def alignment_lines_figure(source_tokens: Sequence[str], target_tokens: Sequence
                  for i, g in enumerate(tgt)]
     marker = dict(size=9 if lecture else 7, color="#555555")
     data.append(dict(type="scatter", x=xs, y=[1.0] * len(xs), xaxis="x2", mode="markers", marker=marker,
-                     hovertext=src_hover, hoverinfo="text", showlegend=False, name="source"))
+                     hovertext=src_hover, hoverinfo="text", showlegend=False, name=tr("align.hover.source", lang)))
     data.append(dict(type="scatter", x=xt, y=[0.0] * len(xt), mode="markers", marker=marker,
-                     hovertext=tgt_hover, hoverinfo="text", showlegend=False, name="target"))
+                     hovertext=tgt_hover, hoverinfo="text", showlegend=False, name=tr("align.hover.target", lang)))
 
     area = 220 if len(src) + len(tgt) < 30 else 260
     text = tr("align.lines.title", lang) if title is None else title

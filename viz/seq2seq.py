@@ -82,7 +82,7 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
 def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary)."""
     s = run.steps[step - 1]
-    allowed = s.top_allowed or (True,) * len(s.top_tokens)  # a shortlist's verdict on each (a translator)
+    allowed = getattr(s, "top_allowed", None) or (True,) * len(s.top_tokens)  # a shortlist's verdict (translator)
     out = "\u2009" + t("s2s.not_in_shortlist", lang)
     labels = [f"{esc(tok, 20)}\u2009#{i + 1}{'' if ok else out}"
               for i, (tok, ok) in enumerate(zip(s.top_tokens, allowed))]

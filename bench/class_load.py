@@ -84,6 +84,7 @@ class ClassStudent(lt.Student):
     reconnects: int = 0
     refreshes: int = 0
     saw_answered: bool = False
+    resent: bool = False  # its answer was in flight when the websocket dropped: re-sent by the reconnect's rerun
     loaded: bool = False
 
     @property
@@ -137,6 +138,7 @@ async def run_student(st: ClassStudent, host: str, port: int, room: str, timeout
                     sess.query_string = sess.query_string or urlencode({"room": room, "text": st.text1},
                                                                        quote_via=quote)
                     chosen = ([st.labels[st.option]] if st.sent_at is not None and st.labels else None)
+                    st.resent = st.resent or bool(chosen and st.acked_at is None)  # in flight when it dropped
                     # the browser reruns the page it shows, with its widgets' values (the answer, once chosen)
                     await ws.send(lt._rerun_msg(sess, widget=(st.widget_id, chosen) if chosen else None))
                     await lt._wait_run(ws, sess, st, time.monotonic() + timeout, on_delta)
@@ -319,6 +321,7 @@ class Result:
     reconnects: int
     wall_s: float
     poll_failures: list[str]
+    before_kill_ok: bool | None = None  # per option (--store): every answer acknowledged before the kill is stored
     exactly_once: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -398,9 +401,9 @@ async def run(args, host: str, port: int) -> Result:
     lags = projector_lags(acks, seen_rel)
     if kill_at is not None and final is not None:
         answers_at_kill = final  # every answer acknowledged before the kill must be among them (checked below)
-    per_option_ok = None
+    per_option_ok = before_kill_ok = None
     if args.store and qid is not None:
-        per_option_ok = check_store(args.store, args.room, qid, students, base == 0)
+        per_option_ok, before_kill_ok = check_store(args.store, args.room, qid, students, base == 0, kill_at)
     res = Result(students=students, n_options=n_options, sent=sum(1 for s in students if s.sent_at is not None),
                  acked=len(acks), errors=sum(1 for s in students if s.errors),
                  lat=[s.latency for s in students if s.latency is not None], lags=lags,
@@ -408,25 +411,32 @@ async def run(args, host: str, port: int) -> Result:
                  per_option_ok=per_option_ok, killed=killed, kill_at=None if kill_at is None else
                  kill_at - burst["start"], acked_before_kill=acked_before_kill,
                  answers_at_kill_check=answers_at_kill, reconnects=sum(s.reconnects for s in students),
-                 wall_s=wall, poll_failures=poll_failures)
+                 wall_s=wall, poll_failures=poll_failures, before_kill_ok=before_kill_ok)
     res.exactly_once = final is not None and final == res.acked == res.sent and not res.errors
     return res
 
 
-def check_store(where: str, room: str, qid: int, students: list[ClassStudent], fresh: bool) -> bool:
-    """Per option: the store's answers to the question equal the acknowledged students' choices (fresh question
-    only: an earlier run's answers would be counted too)."""
-    from classroom.store import open_store
-
-    counts = open_store(where).answers(room, qid)
+def _choices(students: list[ClassStudent], before: float | None = None) -> dict[str, int]:
     want: dict[str, int] = {}
     for s in students:
-        if s.acked_at is not None:
+        if s.acked_at is not None and (before is None or s.acked_at < before):
             want[str(s.option)] = want.get(str(s.option), 0) + 1
+    return want
+
+
+def check_store(where: str, room: str, qid: int, students: list[ClassStudent], fresh: bool,
+                kill_at: float | None = None) -> tuple[bool, bool | None]:
+    """Per option: (the store's answers to the question equal the acknowledged students' choices, and, with a kill,
+    they hold at least the choices acknowledged before it). A fresh question only: an earlier run's answers would be
+    counted too."""
+    from classroom.store import open_store
+
     if not fresh:
         print("note: --store check skipped: the question had answers before this run", file=sys.stderr)
-        return True
-    return counts == want
+        return True, None
+    counts = open_store(where).answers(room, qid)
+    before = None if kill_at is None else all(counts.get(o, 0) >= n for o, n in _choices(students, kill_at).items())
+    return counts == _choices(students), before
 
 
 def report(args, r: Result) -> None:
@@ -451,10 +461,16 @@ def report(args, r: Result) -> None:
         print(f"  projector lag (summary polled every {args.poll:g} s): p50 {_f(pct(r.lags, 50))} s, p95 "
               f"{_f(pct(r.lags, 95))} s, max {_f(max(r.lags) if r.lags else None)} s (target <= "
               f"{args.lag_target:g} s); acknowledged but never seen: {r.not_seen}")
+    resent = sum(1 for s in r.students if s.resent)
+    if resent:
+        print(f"  answers in flight when their websocket dropped (re-sent by the rerun after reconnecting, as the "
+              f"browser does; then acknowledged by the page): {resent}")
     if r.killed is not None:
         print(f"  fault: SIGKILL {r.killed[0]} (pid {r.killed[1]}) at {r.kill_at:.2f} s; acknowledged before it "
               f"{r.acked_before_kill}; in the summary at the end {r.summary_answers}; "
-              f"{'all there' if (r.summary_answers or 0) >= r.acked_before_kill else 'SOME MISSING'}")
+              f"{'not fewer' if (r.summary_answers or 0) >= r.acked_before_kill else 'FEWER'}"
+              + ("" if r.before_kill_ok is None else f"; in the store per option: "
+                 f"{'all there' if r.before_kill_ok else 'SOME MISSING'}"))
     if r.poll_failures:
         print(f"  summary requests failed: {len(r.poll_failures)} (first: {r.poll_failures[0]})")
     errs: dict[str, int] = {}
@@ -475,8 +491,8 @@ def result_dict(args, r: Result) -> dict:
                 p50=pct(r.lat, 50), p95=pct(r.lat, 95), max=max(r.lat) if r.lat else None,
                 summary_answers=r.summary_answers, exactly_once=r.exactly_once, per_option_ok=r.per_option_ok,
                 lag_p50=pct(r.lags, 50), lag_p95=pct(r.lags, 95), lag_max=max(r.lags) if r.lags else None,
-                not_seen=r.not_seen, reconnects=r.reconnects, killed=r.killed, kill_at=r.kill_at,
-                acked_before_kill=r.acked_before_kill, poll_failures=len(r.poll_failures),
+                not_seen=r.not_seen, reconnects=r.reconnects, resent=sum(1 for s in r.students if s.resent), killed=r.killed, kill_at=r.kill_at,
+                acked_before_kill=r.acked_before_kill, before_kill_ok=r.before_kill_ok, poll_failures=len(r.poll_failures),
                 error_kinds=sorted({e for s in r.students for e in s.errors}))
 
 

@@ -17,7 +17,8 @@
 # Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
 # HEADLIGHT_PUBLIC_URL (the share dialog's link host), HEADLIGHT_LECTURER_KEY (the Class page's key: generated and
 # printed when unset), HEADLIGHT_CLASS_DB (postgresql://... for several hosts; else SQLite in HEADLIGHT_DATA_DIR,
-# default .headlight/), PY (the Python with Streamlit, default .venv/bin/python).
+# default .headlight/), HEADLIGHT_RESPAWN_MIN_S (an app process dying sooner after its start stops everything; 10),
+# PY (the Python with Streamlit, default .venv/bin/python).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -123,6 +124,7 @@ done
 { cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
+HAPROXY_PID=$!
 PIDS+=($!)
 echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)) are starting" >&2
 
@@ -170,9 +172,17 @@ PIDS+=($!)
 # ready, as at the start. One that dies within RESPAWN_MIN_S of its start (a broken install) stops everything.
 RESPAWN_MIN_S="${HEADLIGHT_RESPAWN_MIN_S:-10}"
 set +e
+stopping() {  # a stop of the whole group (Ctrl-C, a TERM to all) reaches the apps too: no restart then
+    sleep 0.3
+    ! kill -0 "$HAPROXY_PID" 2>/dev/null || ! kill -0 "$PARENT" 2>/dev/null
+}
 while true; do
     wait -n "${PIDS[@]}"
     code=$?
+    if stopping; then
+        echo "serve.sh: a process exited (code $code); stopping the others" >&2
+        exit 1
+    fi
     alive=()
     for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done
     PIDS=("${alive[@]}")
@@ -196,9 +206,11 @@ while true; do
         deadline=$((SECONDS + READY_S))
         until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_headlight/ready" 2>/dev/null; do
             kill -0 "${APP_PID[$i]}" 2>/dev/null || break
+            kill -0 "$HAPROXY_PID" 2>/dev/null || exit 1
             (( SECONDS < deadline )) || break
             sleep 0.1
         done
+        kill -0 "$HAPROXY_PID" 2>/dev/null || exit 1
         out="$(haproxy_admin "set server headlight_apps/app$i state ready")$(haproxy_admin "set server headlight_apps/app$i health up")"
         [[ -z "$out" ]] || echo "serve.sh: HAProxy said: $out" >&2
         echo "serve.sh: app$i ready again" >&2

@@ -17,12 +17,17 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 import pytest
+import websockets
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import class_load as cl  # noqa: E402
+import loadtest as lt  # noqa: E402
+
+from classroom.store import open_store  # noqa: E402
 
 pytestmark = pytest.mark.slow
 STUDENTS, SECONDS, KILL_AT = 20, 3.0, 1.5
@@ -127,3 +132,53 @@ def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
         assert s["room"] == room and cl.question_answers(s, qid) == r.summary_answers and s["students"] >= STUDENTS
     finally:
         serve.stop()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 29: a student whose process died is a new Streamlit session (a new "
+                   "random id) on the process it reconnects to, so a changed answer is a second row "
+                   "(docs/benchmarks.md, Class mode)")
+def test_a_student_who_changes_the_answer_after_a_reconnect_is_counted_once(tmp_path):
+    if shutil.which("haproxy") is None:
+        if os.environ.get("CI"):
+            pytest.fail("haproxy is missing: .ci/run installs it")
+        pytest.skip("haproxy not installed")
+    port, base = free_port(), free_port(pair=True)
+    key, db = secrets.token_urlsafe(24), tmp_path / "data" / "class.sqlite3"
+    env = {**os.environ, "PORT": str(port), "HEADLIGHT_BASE_PORT": str(base), "HEADLIGHT_PROCS": "2",
+           "HEADLIGHT_LECTURER_KEY": key, "HEADLIGHT_DATA_DIR": str(db.parent), "HEADLIGHT_CLASS_DB": "",
+           "HEADLIGHT_RESPAWN_MIN_S": "0", "PY": sys.executable}
+    serve = Serve(env, tmp_path / "run")
+    try:
+        serve.wait_for("ready on", 180)
+        room = cl.open_room("127.0.0.1", port, key)
+        qid = cl.start_question(str(db), room)
+        counts = asyncio.run(_answer_kill_reconnect_change(port, room, qid, str(db)))
+    finally:
+        serve.stop()
+    assert counts == {"1": 1}, counts
+
+
+async def _answer_kill_reconnect_change(port: int, room: str, qid: int, db: str) -> dict:
+    """One student answers option 0, its app process is SIGKILLed, its page reconnects as the browser does (a rerun
+    with its widgets' values), then it picks option 1: the store's answers to the question."""
+    st, sess, host = cl.ClassStudent(index=0, page="", text1="Zed wrote one small sentence.", text2=""), \
+        lt._Session(), "127.0.0.1"
+    cookie = await lt._host_config(st, host, port, 30, time.monotonic())
+    async with lt._stream(st, host, port, cookie, 30) as ws:
+        sess.query_string = urlencode({"room": room, "text": st.text1}, quote_via=quote)
+        await cl._run(ws, sess, st, time.monotonic() + 60)
+        await cl._run(ws, sess, st, time.monotonic() + 60, fragment_id=st.fragment_id,
+                      widget=(st.widget_id, [st.labels[0]]))
+        assert st.saw_answered and open_store(db).answers(room, qid) == {"0": 1}
+        os.kill(cl.app_processes(port)[sorted(st.backends)[0]], signal.SIGKILL)
+        with pytest.raises(websockets.exceptions.ConnectionClosed):  # what was sent before, then the drop
+            while True:
+                await asyncio.wait_for(ws.recv(), 10)
+    await asyncio.sleep(0.5)
+    cookie = await lt._host_config(st, host, port, 30, time.monotonic(), cookie)
+    async with lt._stream(st, host, port, cookie, 30) as ws:
+        await cl._run(ws, sess, st, time.monotonic() + 60, widget=(st.widget_id, [st.labels[0]]))
+        await cl._run(ws, sess, st, time.monotonic() + 60, fragment_id=st.fragment_id,
+                      widget=(st.widget_id, [st.labels[1]]))
+        assert st.saw_answered and not st.errors
+    return open_store(db).answers(room, qid)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import os
 import random
@@ -244,20 +245,31 @@ def _cookie_from(set_cookie: str) -> str:
     return "; ".join(pairs)
 
 
-def _rerun_msg(sess: _Session, *, page_name: str = "", widget: tuple[str, str] | None = None) -> bytes:
+def _rerun_msg(sess: _Session, *, page_name: str = "", widget: tuple[str, str | list[str]] | None = None,
+               fragment_id: str = "", auto: bool = False) -> bytes:
+    """A `rerun_script` BackMsg as the browser sends it. `widget`: (id, value), a str for a text widget's
+    string_value, a list for a pills / segmented control's string_array_value (the chosen options' labels);
+    `fragment_id`: a widget of that fragment changed (or its run_every timer fired: `auto`)."""
     msg = BackMsg()
     cs = msg.rerun_script
     cs.query_string = sess.query_string
     cs.page_script_hash = sess.page_hash
     cs.page_name = page_name
+    cs.fragment_id = fragment_id
+    cs.is_auto_rerun = auto
     if widget is not None:
         ws = cs.widget_states.widgets.add()
-        ws.id, ws.string_value = widget
+        if isinstance(widget[1], list):
+            ws.id = widget[0]
+            ws.string_array_value.data.extend(widget[1])
+        else:
+            ws.id, ws.string_value = widget
     return msg.SerializeToString()
 
 
-async def _wait_run(ws, sess: _Session, st: Student, deadline: float) -> None:
-    """Read ForwardMsgs until the run finishes (not 'early for rerun'); record what the student saw."""
+async def _wait_run(ws, sess: _Session, st: Student, deadline: float, on_delta=None) -> None:
+    """Read ForwardMsgs until the run finishes (not 'early for rerun'); record what the student saw. `on_delta`:
+    also called with every Delta (bench/class_load.py reads its own widgets there)."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -270,6 +282,8 @@ async def _wait_run(ws, sess: _Session, st: Student, deadline: float) -> None:
         kind = fm.WhichOneof("type")
         if kind == "delta":
             _read_delta(fm.delta, sess, st)
+            if on_delta is not None:
+                on_delta(fm.delta)
         elif kind == "navigation":
             sess.page_hash = fm.navigation.page_script_hash or sess.page_hash
             titles = {p.page_name for p in fm.navigation.app_pages}
@@ -308,6 +322,36 @@ def _read_delta(delta, sess: _Session, st: Student) -> None:
             st.notices.append(body[:120])
 
 
+async def _host_config(st: Student, host: str, port: int, timeout: float, t0: float, cookie: str = "") -> str | None:
+    """GET /_stcore/host-config as the browser does before it opens the websocket (with the balancer's cookie once it
+    has one); the cookie to send from then on, or None (an error recorded) when the answer is not 200. A balancer whose
+    app is still starting answers 503 with a page that reloads itself: as it does."""
+    while True:
+        status, headers = await _http_get(host, port, "/_stcore/host-config", cookie, timeout)
+        if status != 503 or "x-headlight-starting" not in headers or time.monotonic() - t0 > timeout:
+            break
+        st.starting_waits += 1
+        await asyncio.sleep(STARTING_POLL_S)
+    if status != 200:
+        st.errors.append(f"http {status} on /_stcore/host-config")
+        return None
+    if "x-headlight-backend" in headers:
+        st.backends.add(headers["x-headlight-backend"])
+    return _cookie_from(headers.get("set-cookie", "")) or cookie
+
+
+@contextlib.asynccontextmanager
+async def _stream(st: Student, host: str, port: int, cookie: str, timeout: float):
+    """The student's websocket (/_stcore/stream, with the balancer's cookie)."""
+    extra = {"Cookie": cookie} if cookie else {}
+    async with websockets.connect(f"ws://{_netloc(host, port)}/_stcore/stream", subprotocols=["streamlit"],
+                                  additional_headers=extra, max_size=None, open_timeout=timeout,
+                                  ping_interval=None, close_timeout=2) as ws:
+        if ws.response is not None and "x-headlight-backend" in ws.response.headers:
+            st.backends.add(ws.response.headers["x-headlight-backend"])
+        yield ws
+
+
 MODEL = [""]  # --model: every student's link names this model (default: the app's default model)
 
 
@@ -318,25 +362,11 @@ async def run_student(st: Student, host: str, port: int, timeout: float, delay: 
     page_name = "" if st.page == DEFAULT.name else st.page  # the default page lives at the root URL
     stage = "http"
     try:
-        while True:  # a balancer whose app is still starting answers 503 with a page that reloads itself: as it does
-            status, headers = await _http_get(host, port, "/_stcore/host-config", "", timeout)
-            if status != 503 or "x-headlight-starting" not in headers or time.monotonic() - t0 > timeout:
-                break
-            st.starting_waits += 1
-            await asyncio.sleep(STARTING_POLL_S)
-        if status != 200:
-            st.errors.append(f"http {status} on /_stcore/host-config")
+        cookie = await _host_config(st, host, port, timeout, t0)
+        if cookie is None:
             return st
-        cookie = _cookie_from(headers.get("set-cookie", ""))
-        if "x-headlight-backend" in headers:
-            st.backends.add(headers["x-headlight-backend"])
         stage = "websocket"
-        extra = {"Cookie": cookie} if cookie else {}
-        async with websockets.connect(f"ws://{_netloc(host, port)}/_stcore/stream", subprotocols=["streamlit"],
-                                      additional_headers=extra, max_size=None, open_timeout=timeout,
-                                      ping_interval=None, close_timeout=2) as ws:
-            if ws.response is not None and "x-headlight-backend" in ws.response.headers:
-                st.backends.add(ws.response.headers["x-headlight-backend"])
+        async with _stream(st, host, port, cookie, timeout) as ws:
             st.connect_s = time.monotonic() - t0
             stage = "first run"
             sess.query_string = urlencode({"text": st.text1, **({"model": MODEL[0]} if MODEL[0] else {})},

@@ -10,13 +10,15 @@
 # until then a browser gets a page that reloads itself every second, in its
 # language, instead of a refused connection. --warm also runs every page once in each process before they are marked
 # ready (no faster for a lecture hall, measured; ready ~1 s later). Ctrl-C / TERM stops everything it
-# started; if any process dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new
+# started; an app process that dies is started again (its students reconnect to the others meanwhile); if HAProxy
+# dies, the rest are stopped too. Logs: $HEADLIGHT_RUN_DIR (default a new
 # /tmp/headlight-serve.* folder).
 #
 # Environment: HEADLIGHT_PROCS, HEADLIGHT_BIND, HEADLIGHT_BASE_PORT, HEADLIGHT_CACHE_MB (per process),
 # HEADLIGHT_PUBLIC_URL (the share dialog's link host), HEADLIGHT_LECTURER_KEY (the Class page's key: generated and
 # printed when unset), HEADLIGHT_CLASS_DB (postgresql://... for several hosts; else SQLite in HEADLIGHT_DATA_DIR,
-# default .headlight/), PY (the Python with Streamlit, default .venv/bin/python).
+# default .headlight/), HEADLIGHT_RESPAWN_MIN_S (an app process dying sooner after its start stops everything; 10),
+# PY (the Python with Streamlit, default .venv/bin/python).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +30,7 @@ BASE="${HEADLIGHT_BASE_PORT:-8601}"
 WARM=0
 READY_S="${HEADLIGHT_READY_S:-180}"
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -n|--procs) PROCS="$2"; shift 2 ;;
@@ -102,13 +104,19 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" HEADLIGHT_TORCH_THREADS="${HEADLI
 # models (serve/preload.py; Streamlit's server itself answers ~1 s after the start, the preload takes ~3 s).
 export HEADLIGHT_RUN_DIR="$RUN_DIR"
 SERVERS=""
-for i in $(seq 1 "$PROCS"); do
-    port=$((BASE + i - 1))
-    "$PY" -m serve run app.py --server.headless true --server.address 127.0.0.1 --server.port "$port" \
+declare -A APP_PID APP_STARTED  # app index -> its process, when it was (re)started (SECONDS)
+start_app() {  # app process $1 on its port, its log appended
+    local i=$1
+    "$PY" -m serve run app.py --server.headless true --server.address 127.0.0.1 --server.port "$((BASE + i - 1))" \
         --server.fileWatcherType none --server.runOnSave false --browser.gatherUsageStats false \
-        >"$RUN_DIR/app$i.log" 2>&1 &
+        >>"$RUN_DIR/app$i.log" 2>&1 &
+    APP_PID[$i]=$!
+    APP_STARTED[$i]=$SECONDS
     PIDS+=($!)
-    SERVERS+="    server app$i 127.0.0.1:$port cookie app$i disabled"$'\n'
+}
+for i in $(seq 1 "$PROCS"); do
+    start_app "$i"
+    SERVERS+="    server app$i 127.0.0.1:$((BASE + i - 1)) cookie app$i disabled"$'\n'
 done
 for lang in en ko; do
     "$PY" -m serve starting-page "$lang" >"$RUN_DIR/starting.$lang.html"
@@ -116,6 +124,7 @@ done
 { cat deploy/haproxy.cfg; printf '%s' "$SERVERS"; } >"$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -c -q -f "$RUN_DIR/haproxy.cfg"
 HEADLIGHT_BIND="$BIND" haproxy -db -f "$RUN_DIR/haproxy.cfg" >"$RUN_DIR/haproxy.log" 2>&1 &
+HAPROXY_PID=$!
 PIDS+=($!)
 echo "serve.sh: http://$BIND answers now (a starting page); $PROCS app processes on 127.0.0.1:$BASE..$((BASE + PROCS - 1)) are starting" >&2
 
@@ -157,8 +166,53 @@ PARENT=$PPID
 ( while kill -0 "$PARENT" 2>/dev/null; do sleep 1; done ) &
 PIDS+=($!)
 
-# Run until a child exits (or Ctrl-C / TERM); then the EXIT trap stops the others.
+# Run until HAProxy or the parent watcher exits (or Ctrl-C / TERM); then the EXIT trap stops the others. An app
+# process that dies (killed, out of memory) is started again on its port: meanwhile HAProxy sends its students to the
+# other processes (option redispatch: their pages reconnect there); the new one is kept in maintenance until it is
+# ready, as at the start. One that dies within RESPAWN_MIN_S of its start (a broken install) stops everything.
+RESPAWN_MIN_S="${HEADLIGHT_RESPAWN_MIN_S:-10}"
 set +e
-wait -n "${PIDS[@]}"
-echo "serve.sh: a process exited (code $?); stopping the others" >&2
-exit 1
+stopping() {  # a stop of the whole group (Ctrl-C, a TERM to all) reaches the apps too: no restart then
+    sleep 0.3
+    ! kill -0 "$HAPROXY_PID" 2>/dev/null || ! kill -0 "$PARENT" 2>/dev/null
+}
+while true; do
+    wait -n "${PIDS[@]}"
+    code=$?
+    if stopping; then
+        echo "serve.sh: a process exited (code $code); stopping the others" >&2
+        exit 1
+    fi
+    alive=()
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done
+    PIDS=("${alive[@]}")
+    dead=()
+    for i in $(seq 1 "$PROCS"); do kill -0 "${APP_PID[$i]}" 2>/dev/null || dead+=("$i"); done
+    if [[ ${#dead[@]} -eq 0 ]]; then  # HAProxy or the parent watcher
+        echo "serve.sh: a process exited (code $code); stopping the others" >&2
+        exit 1
+    fi
+    for i in "${dead[@]}"; do
+        if (( SECONDS - APP_STARTED[$i] < RESPAWN_MIN_S )); then
+            echo "serve.sh: app$i exited ${RESPAWN_MIN_S} s or less after its start; stopping the others (see $RUN_DIR/app$i.log)" >&2
+            exit 1
+        fi
+        echo "serve.sh: app$i exited (code $code); its students go to the other processes; starting it again" >&2
+        haproxy_admin "set server headlight_apps/app$i state maint" >/dev/null
+        start_app "$i"
+    done
+    for i in "${dead[@]}"; do
+        port=$((BASE + i - 1))
+        deadline=$((SECONDS + READY_S))
+        until curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$port/_headlight/ready" 2>/dev/null; do
+            kill -0 "${APP_PID[$i]}" 2>/dev/null || break
+            kill -0 "$HAPROXY_PID" 2>/dev/null || exit 1
+            (( SECONDS < deadline )) || break
+            sleep 0.1
+        done
+        kill -0 "$HAPROXY_PID" 2>/dev/null || exit 1
+        out="$(haproxy_admin "set server headlight_apps/app$i state ready")$(haproxy_admin "set server headlight_apps/app$i health up")"
+        [[ -z "$out" ]] || echo "serve.sh: HAProxy said: $out" >&2
+        echo "serve.sh: app$i ready again" >&2
+    done
+done

@@ -285,3 +285,16 @@ def test_a_student_answers_on_their_own_sentence(minilm):
     assert _store().summary(code)["questions"][0]["right"] == 1
     s.run()
     assert s.success and s.pills(key=f"class_owna_{q.id}_{query}").disabled
+
+
+def test_a_students_link_carries_an_anonymous_id_and_never_the_key():
+    """The student's id is in the link beside the room (a reconnect to another process is the same student), and a
+    link that brings one back is that student."""
+    _, code = _lecturer()
+    at = _app(room=code)
+    assert_ok(at)
+    sid = at.query_params["sid"][0] if isinstance(at.query_params["sid"], list) else at.query_params["sid"]
+    assert sid == at.session_state[cr.SESSION_ID] and len(sid) >= 16
+    assert KEY not in json.dumps(dict(at.query_params))
+    again = _app(room=code, sid=sid)
+    assert again.session_state[cr.SESSION_ID] == sid

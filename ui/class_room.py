@@ -28,9 +28,9 @@ from i18n import head_name, t
 
 from . import runs
 from .quiz import next_options
-from .view import K_ROOM, View, md_escape
+from .view import K_ROOM, SESSION_ID, View, md_escape
 
-SESSION_ID = "_hl_class_session"  # a random id per browser session: the store's "student"
+# SESSION_ID (ui/view.py): a random id per browser session, the store's "student"; kept in a student's URL (K_SID)
 LECTURER = "_hl_class_lecturer"  # True once this session gave the key
 LECTURER_ROOM = "_hl_class_lecturer_room"  # the room this lecturer runs
 JOINED = "_hl_class_joined"  # the room this session joined
@@ -53,7 +53,8 @@ def store() -> ClassStore:
 
 
 def session_id() -> str:
-    """This browser session's anonymous id (random; nothing personal)."""
+    """This browser session's anonymous id (random; nothing personal). A student's is kept in the link beside the
+    room (ui/state.py write_url), so that a reconnect to another app process is still the same student."""
     return st.session_state.setdefault(SESSION_ID, secrets.token_urlsafe(16))
 
 

@@ -60,6 +60,11 @@ def live_question(code: str, lg: str, text: str, device: str) -> None:
     st.caption(t("class.on_sentence", lg, text=md_escape(p["text"])))
     key = f"class_answer_{q.id}"
     choose(q, len(p["options"]), lambda i: cr.option_label(q, i, lg), key, lg, save, (code, q.id, key))
+    # a browser that reconnected to another app process reruns with its choice but calls no on_change: store the
+    # choice whenever the store's record of this student differs from it (the same student: K_SID)
+    mine = st.session_state.get(key)
+    if mine is not None and not q.revealed and store.my_answer(code, q.id, cr.session_id()) != str(int(mine)):
+        save(code, q.id, key)
     verdict(q, st.session_state.get(key), int(q.revealed["answer"]) if q.revealed else None,
             lambda i: cr.option_label(q, i, lg), lg)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 from urllib.parse import quote
 
 import streamlit as st
@@ -33,9 +34,12 @@ from .view import (
     K_MODEL,
     K_PRESET,
     K_ROOM,
+    K_SID,
     K_TEXT,
     K_TOKEN,
     ROOM_CODE,
+    SESSION_ID,
+    SID,
     View,
     show_value,
 )
@@ -124,6 +128,11 @@ def read_url() -> None:
     if room is not None:
         if ROOM_CODE.fullmatch(room):
             ss[K_ROOM] = room
+            sid = qp.get(K_SID)
+            if sid is not None and SID.fullmatch(sid):  # the same student, back after a reconnect
+                ss[SESSION_ID] = sid
+            else:  # a new student: an anonymous id, in the link from this first run on (write_url)
+                ss.setdefault(SESSION_ID, secrets.token_urlsafe(16))
         else:
             notices.append(t("shell.url.room", lg, value=show_value(room)))
     # layer / head / token / block are validated once the model and the trace are known
@@ -170,6 +179,7 @@ def write_url(view: View) -> None:
         K_LECTURE: "1" if view.lecture else None,
         K_LANG: view.lang if view.lang != "en" else None,
         K_ROOM: st.session_state.get(K_ROOM),  # a student's class stays in the link on every page
+        K_SID: st.session_state.get(SESSION_ID) if st.session_state.get(K_ROOM) else None,  # and its anonymous id
     }
     qp = st.query_params
     for k, v in want.items():

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_PRESET, K_LANG = (
     "text", "model", "device", "layer", "head", "token", "lecture", "block", "preset", "lang")
 K_ROOM = "room"  # a student's class (issue 29): the link `/?room=CODE`; kept in the URL on every page
+# a student's anonymous id in a room, kept in the URL beside it: a browser that reconnects to another app process
+# (one was killed) reruns with its URL, so the store still counts its answer once, as the same student's
+K_SID = "sid"
+SESSION_ID = "_hl_class_session"  # the session state's copy of it
+SID = re.compile(r"[A-Za-z0-9_-]{16,43}")
 ROOM_CODE = re.compile(r"[A-Za-z0-9_-]{4,64}")  # what a room code may look like (the store decides if it exists)
 TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token picker: a new one selects its default
 BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder

@@ -120,8 +120,7 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
                        chosen=chosen[t],
                        top_allowed=None if allowed is None else tuple(bool(allowed[i]) for i in top_i[t]))
                   for t in range(len(dec_in)))
-    ids = output_ids if output_ids is not None else []
-    text = loaded.tokenizer.decode([i for i in ids if i != loaded.eos_id]) if ids else ""
+    text = loaded.output_text(output_ids) if output_ids else ""
     return freeze(DecodingRun(task, mode, enc.tokens, steps, expected, enc.truncated, enc.n_tokens_untruncated,
                               loaded.name, fwd.get("gates"), text, shortlist, sum(map(bool, enc.special))))
 

@@ -201,8 +201,7 @@ class BergamotModel(Seq2SeqModel):
 
     def translate(self, text: str, *, full_vocab: bool = False) -> str:
         """The translation alone, as the engine's `translate` gives it."""
-        ids = self.decode_ids(self.encode_source(text).ids, full_vocab=full_vocab)[1:]
-        return self.tokenizer.decode(ids[:-1] if ids and ids[-1] == self.eos_id else ids)
+        return self.output_text(self.decode_ids(self.encode_source(text).ids, full_vocab=full_vocab)[1:])
 
     def trace(self, text: str, *, full_vocab: bool = False, **kw):
         tr = super().trace(text, full_vocab=full_vocab, **kw)

@@ -17,7 +17,6 @@ lies outside the file, each a WeightsError that names the file and what is wrong
 from __future__ import annotations
 
 import math
-import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from .config import TransformerConfig
 
 from .errors import WeightsError
-from .weights import Fn
+from .weights import Fn, map_file
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -66,11 +65,7 @@ class GGUFFile:
     def __init__(self, path: str | Path, *, fix: str = ""):
         self.path = Path(path)
         self.source, self.fix = self.path.name, fix
-        try:
-            with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as e:
-            self.fail(f"it cannot be read ({e})")
+        self._map = map_file(self.path, self.fail)
         self.pos = 0
         self.metadata: dict[str, object] = {}
         self.tensors: dict[str, GGUFTensor] = {}

@@ -308,6 +308,10 @@ class Seq2SeqModel(LoadedModel):
         parameter, say) asked for."""
         return min(max_new_tokens or self.max_new_tokens, self.config.max_positions - 1)
 
+    def output_text(self, ids: list[int]) -> str:
+        """Output ids (y_1 .. y_T, maybe ending with <eos>) as text: <eos> dropped, then detokenized."""
+        return self.tokenizer.decode(ids[:-1] if ids[-1:] == [self.eos_id] else ids)
+
     def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *,
                    ablations: dict | None = None, draft: list[int] | None = None) -> list[int]:
         """Greedy decoding: [bos, y1, ..., (eos)]. draft: a guess of the output that can only make it faster
@@ -360,8 +364,7 @@ class Seq2SeqModel(LoadedModel):
             decoder_hidden_states=_np(torch.stack([h[0] for h in out.decoder.hidden_states])) if intermediates else None,
             meta={**self._meta(), **kw,
                   "generated_tokens": [tok(i) for i in generated],
-                  "output_text": self.tokenizer.decode(generated[:-1] if generated[-1:] == [self.eos_id]
-                                                       else generated),
+                  "output_text": self.output_text(generated),
                   "teacher_forced": target is not None,
                   "step_logprobs_of_generated": [float(logits[i, y]) for i, y in enumerate(generated[: len(dec_in)])]},
         )

@@ -23,7 +23,6 @@ size, then word2off (u64 each) and the lists (u32 each). The candidate target wo
 
 from __future__ import annotations
 
-import mmap
 import struct
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 
 from .errors import WeightsError
+from .weights import map_file
 
 FLOAT32, INTGEMM8, STRING = 1028, 16641, 257
 TYPES = {FLOAT32: "float32", INTGEMM8: "intgemm8", STRING: "string"}
@@ -51,11 +51,7 @@ class MarianFile:
     def __init__(self, path: str | Path, *, fix: str = ""):
         self.path = Path(path)
         self.source, self.fix = self.path.name, fix
-        try:
-            with open(self.path, "rb") as f:
-                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as e:
-            self.fail(f"it cannot be read ({e})")
+        self._map = map_file(self.path, self.fail)
         self.items: dict[str, tuple[int, tuple[int, ...], int, int]] = {}  # name -> (type, shape, offset, length)
         self.used: set[str] = set()
         self.yaml = ""

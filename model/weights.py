@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import mmap
 import os
 import re
 from collections.abc import Callable
@@ -72,6 +73,15 @@ def minilm_dir() -> Path:
     """Directory holding model.safetensors and tokenizer.json, without importing the package."""
     return installed_file(MINILM_PACKAGE, "model", fix=MINILM_FIX, what="The MiniLM weights",
                           env="HEADLIGHT_MINILM_DIR")
+
+
+def map_file(path: Path, fail: Callable[[str], None]) -> mmap.mmap:
+    """A weight file as a read-only memory map (the GGUF and Marian readers); `fail(problem)` raises their error."""
+    try:
+        with open(path, "rb") as f:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as e:
+        fail(f"it cannot be read ({e})")
 
 
 def sha256_file(path: Path) -> str:

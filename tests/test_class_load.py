@@ -82,7 +82,9 @@ class Serve:
         self.reader.join(10)
 
 
-def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
+def serve_setup(tmp_path: Path) -> tuple[int, str, Path, dict]:
+    """(port, lecturer key, the SQLite file, serve.sh's environment) for 2 app processes on free ports; skipped
+    without haproxy (a failure in CI)."""
     if shutil.which("haproxy") is None:
         if os.environ.get("CI"):
             pytest.fail("haproxy is missing: .ci/run installs it")
@@ -92,6 +94,11 @@ def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
     env = {**os.environ, "PORT": str(port), "HEADLIGHT_BASE_PORT": str(base), "HEADLIGHT_PROCS": "2",
            "HEADLIGHT_LECTURER_KEY": key, "HEADLIGHT_DATA_DIR": str(db.parent), "HEADLIGHT_CLASS_DB": "",
            "HEADLIGHT_RESPAWN_MIN_S": "0", "PY": sys.executable}
+    return port, key, db, env
+
+
+def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
+    port, key, db, env = serve_setup(tmp_path)
     url = f"http://127.0.0.1:{port}"
     serve = Serve(env, tmp_path / "run1")
     try:
@@ -132,15 +139,7 @@ def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
 
 
 def test_a_student_who_changes_the_answer_after_a_reconnect_is_counted_once(tmp_path):
-    if shutil.which("haproxy") is None:
-        if os.environ.get("CI"):
-            pytest.fail("haproxy is missing: .ci/run installs it")
-        pytest.skip("haproxy not installed")
-    port, base = free_port(), free_port(pair=True)
-    key, db = secrets.token_urlsafe(24), tmp_path / "data" / "class.sqlite3"
-    env = {**os.environ, "PORT": str(port), "HEADLIGHT_BASE_PORT": str(base), "HEADLIGHT_PROCS": "2",
-           "HEADLIGHT_LECTURER_KEY": key, "HEADLIGHT_DATA_DIR": str(db.parent), "HEADLIGHT_CLASS_DB": "",
-           "HEADLIGHT_RESPAWN_MIN_S": "0", "PY": sys.executable}
+    port, key, db, env = serve_setup(tmp_path)
     serve = Serve(env, tmp_path / "run")
     try:
         serve.wait_for("ready on", 180)

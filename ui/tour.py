@@ -42,8 +42,7 @@ from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
 from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
 
-STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
-         "ffn", "decoder_self", "cross", "output", "since")
+STEPS = vt.STEPS
 N_STEPS = len(STEPS)
 DECODER_STEPS = {"decoder_self", "cross", "output"}
 DECODER_MODEL = "seq2seq-tiny"
@@ -259,8 +258,7 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     rotary = "Q_proj" in steps  # rotary positions (llama family): q and k before and after the RoPE turn
     by_key = {s.key: localise(s, lg, ctx.head, rotary)
               for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
-    show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
-            "attend": ("Z",), "concat": ("Z_all", "output")}[key]
+    show = vt.STEP_STAGES[key]
     if key == "softmax" and quiz_on:
         if not quiz.attend_question(view, ctx.layer, ctx.head, steps["weights"], rows, cols, lg):
             return

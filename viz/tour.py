@@ -20,6 +20,14 @@ from .theme import HIGHLIGHT, base_layout, esc, figure, subplot_axes, subplot_gr
 
 _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
 
+# the tour's steps in the lecture's order (`?step=6` counts from 1); catalogue keys "tour.<step>.title" / ".body"
+STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
+         "ffn", "decoder_self", "cross", "output", "since")
+# the attention stages (viz.steps Stage keys) each attention step draws, in order: the one table of what a step shows,
+# read by the tour and by the handout of a tour slide
+STEP_STAGES = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
+               "attend": ("Z",), "concat": ("Z_all", "output")}
+
 
 def neuron_view(q: np.ndarray, k: np.ndarray, *, names: tuple[str, str, str], title: str = "",
                 lecture: bool = False, lang: str = "en") -> go.Figure:

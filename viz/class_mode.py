@@ -10,7 +10,7 @@ from i18n import t as tr
 
 from .heads import head_grid
 from .heatmap import heatmap
-from .theme import HIGHLIGHT, base_layout, esc, figure
+from .theme import HIGHLIGHT, base_layout, esc, figure, number_text
 
 _GREY, _GREEN, _BLUE = "#bab0ac", "#59a14f", "#4e79a7"
 
@@ -36,7 +36,7 @@ def answer_bars(counts: list[int], labels: list[str], *, answer: int | None = No
         w = [float("nan") if v is None else float(v) for v in weights]
         data.append(dict(type="bar", x=xs, y=w, name=esc(tr("class.fig.weight", lang)), yaxis="y2",
                          offsetgroup="b", marker=dict(color=_BLUE, opacity=0.6),
-                         text=["" if v != v else f"{v:.2f}" for v in w], textposition="outside",
+                         text=[number_text(v) for v in w], textposition="outside",
                          hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
         layout["yaxis2"] = dict(title=dict(text=esc(tr("class.fig.weight", lang))), overlaying="y", side="right",
                                 range=[0, 1.15], showgrid=False)

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from i18n import t
 
 from .heatmap import heatmap
-from .theme import HIGHLIGHT, base_layout, esc, figure, subplot_axes, subplot_grid
+from .theme import HIGHLIGHT, base_layout, esc, figure, number_text, subplot_axes, subplot_grid
 
 _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
 
@@ -89,7 +89,7 @@ def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None 
     v = np.asarray(values, dtype=np.float32)
     xs = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(labels)]
     colours = [_GREEN if i == answer else HIGHLIGHT if i == highlight else "#bab0ac" for i in range(len(v))]
-    bar = dict(type="bar", x=xs, y=v, marker=dict(color=colours), text=[f"{x:.2f}" for x in v],
+    bar = dict(type="bar", x=xs, y=v, marker=dict(color=colours), text=[number_text(x) for x in v],
                textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra></extra>")
     layout = base_layout(lecture, 340, title)
     layout.update(xaxis=dict(type="category", tickangle=-60 if len(xs) > 8 else 0),

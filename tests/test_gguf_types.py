@@ -12,9 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-pytest.importorskip("transformers")
-
+import transformers  # noqa: F401
 from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter  # noqa: E402
 from gguf.quants import dequantize  # noqa: E402
 from gguf_support import make_llama, reference_from_gguf, write_gguf  # noqa: E402

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ci_support import skip_or_fail
 
 from viz import handout as hd
 from viz.handout import HandoutSlide, attention_panel, cell_labels, handout_pdf, wrap
@@ -78,7 +79,7 @@ def test_a_valid_pdf_with_a_page_per_slide_and_a_title_page(pdf):
 
 def test_korean_text_and_an_embedded_truetype_cjk_font(pdf):
     if hd.cjk_font("가") is None:
-        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+        skip_or_fail("no CJK font installed (apt-get install fonts-noto-cjk)")
     from fontTools.ttLib import TTFont
 
     fonts = set(re.findall(rb"/BaseFont\s*/([A-Za-z0-9+\-]+)", pdf))

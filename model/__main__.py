@@ -5,6 +5,14 @@
     python -m model --list
     python -m model "The cat sat" --model-dir ./my-gpt2 --out trace.npz      (a local Hugging Face-format folder)
     python -m model "UN Chief says" --model-dir ./my-bart --target "Le chef" --out trace.npz
+
+and, on a decoder-only language model, three commands (model/cli_cause.py; `python -m model generate --help`):
+
+    python -m model generate "The capital of France is" --max-new 20 --temperature 0 --out gen.npz
+    python -m model attribute "The Eiffel Tower is located in the city of" --target " Paris" --foil " Rome" --out a.npz
+    python -m model patch --clean "..." --corrupt "..." --target " Paris" --foil " Rome" --out patch.npz
+
+A first word that names a command runs it (to trace the word "generate" itself, write `python -m model -- generate`).
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_cause import COMMANDS
+from .cli_cause import run as run_command
 from .errors import HeadlightError
 from .registry import DEFAULT_MODEL, REGISTRY, get_spec, load_model
 from .tokenizer import check_text, piece_text
@@ -60,6 +70,9 @@ def from_token_report(trace, token: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:
+        return run_command(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if args.list:
         print("\n".join(REGISTRY))

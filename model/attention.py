@@ -121,6 +121,7 @@ class AttentionResult:
     output: torch.Tensor  # (b, n, d) after W_O
     weights: torch.Tensor  # (b, h, n, m)
     record: dict | None = None  # on request: q, k, v (b, h, *, k), stages, heads (b, h, n, k), z (b, n, d)
+    heads: torch.Tensor | None = None  # (b, h, n, k) each head's output Z_i after any ablation (model/run.py keeps it)
 
 
 class Rotary(nn.Module):
@@ -223,6 +224,7 @@ class MultiHeadAttention(nn.Module):
             cache.update(k=k, v=v)
         k, v = self.shared(k), self.shared(v)  # (b, h, m, k)
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0, mask_bias)
+        # ablation: a HeadAblation, or any callable z -> z (model/run.py HeadEdits: zero, mean or set one head's Z_i)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d): Concat(...) W_O + b_O
@@ -230,7 +232,7 @@ class MultiHeadAttention(nn.Module):
         if record:  # q, k: what the scores used (after RoPE); q_proj, k_proj: the projections before it
             rec = {"q": q, "k": k, "v": v, "stages": stages, "heads": heads, "z": z, "q_proj": q_in,
                    "k_proj": k if self.rotary is None else self.shared(k_in)}
-        return AttentionResult(output, stages.weights, rec)
+        return AttentionResult(output, stages.weights, rec, heads)
 
     def projection_matrices(self) -> dict[str, torch.Tensor]:
         """W_Q (d, h*k), W_K, W_V (d, g*k), W_O (h*k, d) in the lecture's x @ W convention, and their biases (zeros

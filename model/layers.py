@@ -153,7 +153,7 @@ class Layer(nn.Module):
                 ablation: dict[str, HeadAblation] | None = None, biases: tuple | None = None,
                 cache: dict | None = None):
         """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
-        "cross"?: ..., "layer": the record when recording}). biases: (MaskBias.of(mask), MaskBias.of(memory_mask)),
+        "cross"?: ..., "ffn": the Feed Forward's output, "layer": the record when recording}). biases: (MaskBias.of(mask), MaskBias.of(memory_mask)),
         made once by the stack (made here when not given). cache (incremental decoding): {"self": {}, "cross": {}}
         filled in place, x holds only the new positions."""
         bias, memory_bias = biases or (None, None)
@@ -177,7 +177,12 @@ class Layer(nn.Module):
         x = self._sublayer(x, self_attention, self.norm1, rec, "attn", "norm1")
         if self.has_cross:
             x = self._sublayer(x, cross_attention, self.norm2, rec, "cross", "norm2")
-        x = self._sublayer(x, lambda inp: self.ffn(inp, rec), getattr(self, norms[-1]), rec, "ffn", norms[-1])
+
+        def feed_forward(inp):
+            attn["ffn"] = self.ffn(inp, rec)  # (b, n, d): kept for model/run.py's records
+            return attn["ffn"]
+
+        x = self._sublayer(x, feed_forward, getattr(self, norms[-1]), rec, "ffn", norms[-1])
         if rec is not None:
             rec["out"] = x
             attn["layer"] = rec
@@ -195,6 +200,7 @@ class StackOutput:
     hidden_states: list[torch.Tensor] = field(default_factory=list)  # when recording: L+1 x (b, n, d)
     # when recording: layer -> {"self": AttentionResult (with .record), "cross"?: ..., "layer": sublayer dict}
     records: dict[int, dict] = field(default_factory=dict)
+    kept: dict = field(default_factory=dict)  # with a plan: layer -> model.run.LayerRecord (what its Keep asks for)
 
 
 class Stack(nn.Module):
@@ -208,20 +214,29 @@ class Stack(nn.Module):
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
                 hidden: bool = False, ablations: dict[int, dict[str, HeadAblation]] | None = None,
-                upto: int | None = None, cache: list[dict] | None = None) -> StackOutput:
+                upto: int | None = None, cache: list[dict] | None = None, plan=None) -> StackOutput:
         """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
         input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
         ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
         only the layers below it; the output is then that layer's, and `final` is None). cache: one dict per layer
-        (incremental decoding: x holds only the new positions; see Transformer.greedy_decode)."""
+        (incremental decoding: x holds only the new positions; see Transformer.greedy_decode).
+        plan: a model.run.StackPlan, one run request's edits and what to keep (model/run.py): its Residual edits
+        set the stream entering a layer, its head edits join `ablations`, a Resume begins at its layer with `x` as
+        that layer's input (the layers below are not run)."""
+        start = 0 if plan is None else plan.start
         out = StackOutput(hidden=x, mask=mask)
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
         biases = (MaskBias.of(mask, x.dtype), MaskBias.of(memory_mask, x.dtype))  # once for every layer
-        for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
+        for i, layer in enumerate(self.layers[start:] if upto is None else self.layers[start: upto + 1], start):
             want = record_wanted(record, i)
-            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
+            ablation = (ablations or {}).get(i)
+            if plan is not None:
+                x = plan.before(i, x)
+                ablation = plan.ablation(i, ablation)
+            x_in = x
+            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=ablation,
                             biases=biases, **({} if cache is None else {"cache": cache[i]}))
             if attn["self"].weights is not None:
                 out.self_attention.append(attn["self"].weights)
@@ -233,6 +248,10 @@ class Stack(nn.Module):
                 out.hidden_states.append(x)
             if want:
                 out.records[i] = attn
+            if plan is not None and (kept := plan.layer_record(x_in, attn)) is not None:
+                out.kept[i] = kept
+        if plan is not None and upto is None:
+            x = plan.before(len(self.layers), x)  # a Residual edit of the stack's output
         out.hidden = x
         if upto is None:
             out.final = x if self.final_norm is None else self.final_norm(x)

@@ -21,6 +21,7 @@ from torch import nn
 
 from .config import TransformerConfig
 from .errors import InputError
+from .run import Record, Run
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
 from .transformer import Output, Transformer
@@ -140,6 +141,12 @@ class LoadedModel:
 
     def trace(self, text: str, **kw) -> AttentionTrace:
         raise NotImplementedError
+
+    def run(self, request: Run) -> Record:
+        """One run request on this model (model/run.py: the ids, the edits inside the forward, what to keep), without
+        autograd."""
+        with torch.inference_mode():
+            return self.module.run(request)
 
     def _meta(self) -> dict:
         return {"device": str(self.device), "trained": self.trained, "kind": self.kind,

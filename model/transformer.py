@@ -20,6 +20,7 @@ from .config import TransformerConfig
 from .embeddings import Embedding
 from .layers import Stack, StackOutput, stack_ablations
 from .masks import causal_mask, padding_mask
+from .run import Record, Run, execute
 
 ENCODER_BLOCKS = {"self": "encoder"}
 DECODER_BLOCKS = {"self": "decoder_self", "cross": "cross"}
@@ -93,10 +94,11 @@ class Transformer(nn.Module):
     # ---- the stacks -------------------------------------------------------------------------------------------
     def encode(self, src: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None, *,
                record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
-               upto: int | None = None) -> StackOutput:
+               upto: int | None = None, plan=None) -> StackOutput:
         """src (b, m) -> StackOutput with hidden (b, m, d) and mask (b, 1, 1, m) (None: nothing blocked).
         keep (b, m): which tokens are real (a padded batch); by default every pad id is padding when the config
-        says so (mask_pad). ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here)."""
+        says so (mask_pad). ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here).
+        plan: a run request's edits of this stack (model/run.py; `run` makes it)."""
         if keep is not None:
             mask = keep.bool()[:, None, None, :]
         elif self.config.mask_pad in ("both", "source"):
@@ -104,26 +106,33 @@ class Transformer(nn.Module):
         else:
             mask = None
         abl = stack_ablations(ablations, ENCODER_BLOCKS, len(self.encoder.layers))
-        return self.encoder(self.src_embed(src, type_ids), mask, record=record, hidden=hidden, ablations=abl,
-                            upto=upto)
+        return self.encoder(self._stack_input(plan, lambda: self.src_embed(src, type_ids)), mask, record=record,
+                            hidden=hidden, ablations=abl, upto=upto, plan=plan)
+
+    @staticmethod
+    def _stack_input(plan, embed):
+        """What a stack reads first: the embeddings, or a Resume's residual stream (no embedding is made then)."""
+        return embed() if plan is None or plan.resume is None else plan.resume.hidden
 
     def decode(self, tgt: torch.Tensor, memory: StackOutput | None = None, keep: torch.Tensor | None = None, *,
                record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
-               upto: int | None = None, cache: DecodeCache | None = None) -> StackOutput:
+               upto: int | None = None, cache: DecodeCache | None = None, plan=None) -> StackOutput:
         """tgt (b, n), memory: the encoder's output (with its mask) -> StackOutput with hidden (b, n, d) and mask
         (b or 1, 1, n, n). keep (b, n): which target keys are real (a padded batch); by default every pad id is
         padding when the config says so (mask_pad "both", the paper's model). ablations: {("decoder_self" |
         "cross", layer): HeadAblation}. cache: incremental decoding, `tgt` holds only the new tokens, which follow
-        the cache's (every earlier step's keys and values, or memory, are kept there; padding is not masked)."""
+        the cache's (every earlier step's keys and values, or memory, are kept there; padding is not masked).
+        plan: a run request's edits of this stack (model/run.py; `run` makes it)."""
         n = tgt.shape[1]
         if cache is not None:
             start = cache.start
             # (1, 1, n, start + n): new row i sees keys 0..start + i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=tgt.device).tril(start)[None, None]
             mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
-            out = self.decoder(self.tgt_embed(tgt, start=start), mask, mem, mem_mask,
+            out = self.decoder(self._stack_input(plan, lambda: self.tgt_embed(tgt, start=start)), mask, mem,
+                               mem_mask, record=record, hidden=hidden,
                                ablations=stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers)),
-                               cache=cache.layers)
+                               upto=upto, cache=cache.layers, plan=plan)
             cache.start += n
             return out
         look_ahead = causal_mask(n, tgt.device)[None, None]  # (1, 1, n, n)
@@ -132,8 +141,8 @@ class Transformer(nn.Module):
         mask = look_ahead if keep is None else keep.bool()[:, None, None, :] & look_ahead
         abl = stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers))
         mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
-        return self.decoder(self.tgt_embed(tgt), mask, mem, mem_mask, record=record, hidden=hidden, ablations=abl,
-                            upto=upto)
+        return self.decoder(self._stack_input(plan, lambda: self.tgt_embed(tgt)), mask, mem, mem_mask,
+                            record=record, hidden=hidden, ablations=abl, upto=upto, plan=plan)
 
     def main_stack(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None,
                    **kw) -> StackOutput:
@@ -161,6 +170,10 @@ class Transformer(nn.Module):
         if dec is not None:
             logits = self.generator(dec.final[:, -1:] if last_only else dec.final)
         return Output(logits, enc, dec)
+
+    def run(self, request: Run) -> Record:
+        """One run request (model/run.py): the tokens, the edits inside this forward, what to keep."""
+        return execute(self, request)
 
     # ---- the output --------------------------------------------------------------------------------------------
     def output(self, h: torch.Tensor) -> torch.Tensor:

@@ -1,9 +1,11 @@
 """Head lab: which heads matter and why, on the user's own sentence — minimal pairs, head surgery, value-weighted
-attention and attention flow, the logit lens (seq2seq-tiny) and a head atlas. Sections: ui/heads.py."""
+attention and attention flow, the logit lens (seq2seq-tiny), a head atlas, sinks and induction heads, generation
+replay over the KV cache, and attribution and patching. Sections: ui/heads.py, ui/generation.py, ui/cause.py."""
 
 import streamlit as st
 
 from i18n import t
+from ui import cause, generation
 from ui import heads as uh
 from ui.crosslingual import crosslingual
 from ui.shell import current_view
@@ -18,7 +20,7 @@ st.caption(t("heads.caption", view.lang, model=view.model_name, where=layer_head
                                                                       shared_kv(view.model, view.head, view.block)),
              token=view.token))
 for tab, draw in zip(uh.tabs(view), (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas, crosslingual,
-                                       uh.circuits)):
+                                       uh.circuits, generation.section, cause.section)):
     if tab.open:
         with tab:
             draw(view)

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 
-if TYPE_CHECKING:  # annotations only: transformer.py imports this module
-    from .transformer import DecodeCache
+DecodeCache = Any  # model/transformer.py's DecodeCache (not imported: transformer.py imports this module)
 
 HEAD_OPS = ("zero", "mean", "set")
 BLOCKS = ("encoder", "decoder_self", "cross")

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("model/**/*.py"), *ROOT.glob("analysis/**/*.py"), *ROOT.glob("ui/**/*.py")])
 ERRORS = {"HeadlightError", "InputError", "WeightsError", "BudgetError"}
 # raise sites without a catalogue key: the command line only, or a programming error no user input reaches
-UNKEYED = {("model/__main__.py", None), ("analysis/atlas.py", "unknown atlas format"),
+UNKEYED = {("model/__main__.py", None), ("model/cli_cause.py", None), ("analysis/atlas.py", "unknown atlas format"),
            ("analysis/atlas.py", "probe battery is empty"), ("model/weights.py", "internal: "),
            ("model/tokenizer.py", "text must be a string")}
 UI_KEYS = {"untranslated", "model_fallback", "lab_untrained", "lab_untrained_missing"}  # ui/ notices, through t()

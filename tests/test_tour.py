@@ -63,11 +63,11 @@ def _walk(at, lang="en") -> list[str]:
 def test_walk_every_step(entry, text):
     at = _open(entry, text=text)
     heads = _walk(at)
-    assert heads[0].startswith("Step 1 of 15") and heads[-1] == "Step 15 of 15: What changed since 2017"
+    assert heads[0].startswith("Step 1 of 16") and heads[-1] == "Step 16 of 16: What changed since 2017"
     assert [h.split(": ", 1)[1] for h in heads][:3] == ["Tokens and special tokens", "Embedding", "Positional Encoding"]
     assert at.table, "the last step puts the model beside the paper in a table"
     at.button(key="tour_back_top").click().run()
-    assert _qp(at, "step") == "14"
+    assert _qp(at, "step") == "15"
     # the decoder steps (12-14) say they use seq2seq-tiny
     assert any("seq2seq-tiny" in i.value for i in at.info)
     # user text is never rendered as HTML by plotly
@@ -96,7 +96,7 @@ def test_layer_output_check_and_neuron_view(entry):
 @pytest.mark.parametrize("raw,expect", [("6", 6), ("99", 1), ("zero", 1), ("-2", 1)])
 def test_step_in_the_url(entry, raw, expect):
     at = _open(entry, step=raw)
-    assert at.subheader[0].value.startswith(f"Step {expect} of 15")
+    assert at.subheader[0].value.startswith(f"Step {expect} of 16")
     assert _qp(at, "step") == str(expect)
     warned = any("from the link does not exist" in w.value for w in at.warning)
     assert warned == (str(expect) != raw)
@@ -234,7 +234,7 @@ def test_decoder_steps_open_at_the_first_decoding_step(entry):
     assert at.slider(key="tour_dec_step").value == 1
 
 
-# ---- step 15: what changed since 2017 (viz.since), the sidebar's model beside the paper -----------------------------
+# ---- step 16: what changed since 2017 (viz.since), the sidebar's model beside the paper -----------------------------
 SINCE = str(tour.STEPS.index("since") + 1)
 
 
@@ -246,7 +246,8 @@ def _since_table(at):
 
 
 def test_since_is_the_last_step_and_the_output_step_keeps_its_number():
-    assert tour.STEPS[-1] == "since" and tour.N_STEPS == 15 and tour.STEPS[13] == "output"
+    assert tour.STEPS[-1] == "since" and tour.N_STEPS == 16 and tour.STEPS[13] == "output"
+    assert tour.STEPS[14] == "generate"  # the language model writes, after the output step
 
 
 @pytest.mark.slow
@@ -270,7 +271,7 @@ def test_since_on_smollm2_shows_rotary_rmsnorm_gqa_swiglu_as_changes(entry, lang
         assert row["heads"][1] == "Grouped-query: 9 query heads share 3 K/V heads (d_k = 64)"
         assert "3/9 = 1/3 the size" in row["heads"][2]
         assert "smollm2-135m differs from the paper in 8 of 9 choices" in summary
-        assert at.subheader[0].value == "Step 15 of 15: What changed since 2017"
+        assert at.subheader[0].value == "Step 16 of 16: What changed since 2017"
     else:
         assert "쿼리 헤드 9개가 K/V 헤드 3개를" in row["heads"][1] and "캐시" in row["heads"][2]
         from test_korean_pages import english_words  # the Korean page scan's rule, on every cell of the table

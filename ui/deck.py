@@ -31,6 +31,7 @@ from .deckfile import (
     MAX_NOTE,
     MAX_TITLE,
     OPTION_KEYS,
+    PAGE_QUERY,
     QUERY_KEYS,
     Deck,
     DeckError,
@@ -101,8 +102,9 @@ def _open(deck: Deck, i: int, present: dict | None) -> None:
         ss[K_LANG] = query["lang"]  # this run's language already (the link is read again after it starts)
     for key, value in slide.options.items():
         ss[key] = value
-    if "hl_tab" in query:
-        ss["hl_tab"] = query["hl_tab"]
+    for key in PAGE_QUERY["heads"]:  # the Head lab's tab and its cause view's prompts
+        if key in query:
+            ss[key] = query[key]
     if slide.page == "tour":
         ss.pop(TOUR_URL_DONE, None)  # the tour reads its step from the link again
         if "step" not in query and isinstance(ss.get(TOUR_STEP), int):
@@ -244,6 +246,12 @@ def add_button(where, lang: str) -> None:
     where.button(t("deck.add", lang, n=len(current())), key="deck_add", on_click=_add, width="stretch",
                  icon=":material/add_to_queue:", disabled=on_deck,
                  help=t("deck.add_help_here" if on_deck else "deck.add_help", lang))
+
+
+def add_current() -> None:
+    """The view on screen as the deck's last slide, from another page's callback (the Head lab's "Save in the
+    deck")."""
+    _add()
 
 
 @safe_callback

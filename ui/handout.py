@@ -34,6 +34,7 @@ from viz.handout import HandoutSlide, Panel, attention_panel, handout_pdf
 from viz.model_notes import ModelFacts
 from viz.since import since_rows, since_table
 from viz.steps import ATTENTION_TABS, build_stages, step_tabs
+from viz.theme import number_text
 
 from . import runs, store
 from . import state as s
@@ -231,6 +232,8 @@ def _tour(c: _Slide) -> list[Panel]:
         return _decoding(c, _decoder(c), self_attn=key == "decoder_self", cross=key == "cross")
     if key == "output":
         return _output(c, _decoder(c))
+    if key == "generate":
+        return _generation(c)
     block = m.main_block
     trace = runs.get_trace(c.model, c.device, c.text)
     if key == "tokens":
@@ -247,6 +250,18 @@ def _tour(c: _Slide) -> list[Panel]:
     if key in vt.STEP_STAGES:
         return _stages(c, block, vt.STEP_STAGES[key])
     return _sublayer(c, block, key)
+
+
+def _generation(c: _Slide) -> list[Panel]:
+    """The tour's generation step: the language model's greedy tokens after the sentence, one row per step (an
+    encoder model writes nothing: the step then has its title and note only)."""
+    if c.loaded().kind != "decoder":
+        return []
+    gen = runs.generation(c.model, c.device, c.text, 8, 0.0, 0, 1.0, 0)
+    head = [t(f"cause.gen.col.{k}", c.lang) for k in ("step", "position", "token", "prob")]
+    rows = [[str(k), str(s_.position), s_.choice.token, number_text(s_.choice.prob, 3)] for k, s_ in
+            enumerate(gen.steps)]
+    return [Panel(t("tour.generate.title", c.lang), table=[head, *rows])]
 
 
 def _masks(c: _Slide) -> list[Panel]:

@@ -24,7 +24,7 @@ from .view import K_MODEL, View, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual",
-            "heads.tab.circuits"]
+            "heads.tab.circuits", "heads.tab.generation", "heads.tab.cause"]  # the last two: ui/generation.py, cause.py
 TABS = [t(k, "en") for k in TAB_KEYS]  # "Minimal pairs", "Head surgery", "Beyond raw weights", "Head atlas"
 K_TAB = "hl_tab"
 URL = dict(bind="query-params")

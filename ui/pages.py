@@ -45,7 +45,7 @@ PAGES: tuple[Page, ...] = (  # in the menu's order
     Page("app_pages/seq2seq.py", "page.seq2seq", ":material/translate:", own_model=True,
          imports=("ui.runs", "ui.store", "ui.seq2seq", "ui.shell")),
     Page("app_pages/heads.py", "heads.page", ":material/science:",
-         imports=("ui.heads", "ui.crosslingual", "ui.shell", "ui.state", "ui.widgets")),
+         imports=("ui.heads", "ui.crosslingual", "ui.generation", "ui.cause", "ui.shell", "ui.state", "ui.widgets")),
     Page("app_pages/tour.py", "page.tour", ":material/school:",
          imports=("ui.tour", "ui.shell")),
     Page("app_pages/deck.py", "page.deck", ":material/slideshow:",

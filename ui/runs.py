@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from analysis import atlas, class_heads, decoding, explore, flow, heads, masks, positional, stages, vocab
+from analysis import atlas, cause, class_heads, decoding, explore, flow, heads, masks, positional, stages, vocab
 from analysis import crosslingual as xl
 from analysis import trace as traces
 from analysis.batching import MicroBatcher
@@ -269,3 +269,25 @@ def class_ranking(name: str, device: str, sentences: tuple[tuple[str, int, int],
     sents = [class_heads.ClassSentence(*s) for s in sentences]
     return class_heads.rank_heads(get_model(name, device), sents,
                                   traces=[get_trace(name, device, s.text) for s in sents])
+
+
+# ---- the Head lab's cause views (generation replay, attribution, patching) ----------------------------------------
+@memo(progress="cause.progress.generating")
+def generation(name: str, device: str, text: str, n: int, temperature: float, top_k: int, top_p: float, seed: int,
+               time_uncached: bool = False, progress=None):
+    """A decoder-only model's generation replay over its KV cache (analysis.cause.generation)."""
+    return cause.generation(get_model(name, device), text, n, cause.Sampling(temperature, top_k, top_p, seed),
+                            time_uncached=time_uncached, progress=progress)
+
+
+@memo(spinner="cache.running_model")
+def attribution(name: str, device: str, text: str, target: str, foil: str):
+    """Direct logit attribution at the last position of `text` (an empty target: the model's own next token)."""
+    return cause.attribution(get_model(name, device), text, target, foil)
+
+
+@memo(progress="cause.progress.patching")
+def patching(name: str, device: str, clean: str, corrupt: str, target: str, foil: str, progress=None):
+    """Activation patching of every head and of the residual stream, clean into corrupted (a progress bar; the app's
+    Stop ends it at the next layer, and nothing partial is kept)."""
+    return cause.patching(get_model(name, device), clean, corrupt, target, foil, progress=progress)

@@ -3,16 +3,14 @@ model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
 
     tokens -> embedding -> Positional Encoding -> Q, K, V -> Q Kᵀ / √d_k (+ neuron view) -> mask -> Softmax -> × V
     -> Concat and W_O -> Add & Norm -> Feed Forward -> decoder masked self-attention -> cross-attention
-    -> output probabilities -> what changed since 2017
+    -> output probabilities -> generation over the KV cache -> what changed since 2017
 
-Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so, or the sidebar's model
-when it is a translator (Bergamot: its SSRU's forget gate stands where masked self-attention would); step 15 puts the sidebar's
-model's design choices beside the paper's (viz.since: from its config and tokenizer, no text needed). Every number comes from
-ui.runs (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
-from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
-(viz.tour). The step is in the URL (`?step=6`, counted from 1): read once per session on the tour's first run,
-validated (a bad value falls back to step 1 with a notice), and written back on every run. The language is the
-sidebar's `lang` (or the URL's `lang=ko`), English by default.
+Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so, or the sidebar's model when
+it is a translator (Bergamot: its SSRU's forget gate stands where masked self-attention would); step 15 lets the
+sidebar's language model write (ui/generation.py); step 16 puts its design choices beside the paper's (viz.since).
+Numbers come from ui.runs, figures from the existing builders plus the tour's small ones (viz.tour). The step is in
+the URL (`?step=6`, from 1): read once per session on the tour's first run, validated (a bad value falls back to
+step 1 with a notice), and written back on every run. The language is the sidebar's `lang` (or the URL's `lang=ko`).
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from viz.since import since_formula, since_rows, since_summary, since_table
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
-from . import quiz, runs, store
+from . import generation, quiz, runs, store
 from .seq2seq import is_translator, translator_notice
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
@@ -65,6 +63,7 @@ FORMULAS = {
     "decoder_self": r"\operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M_{\text{look-ahead}}\right) V",
     "cross": r"\operatorname{softmax}\!\left(\frac{Q_{dec} (M W^{K})^{\top}}{\sqrt{d_k}}\right) M W^{V}",
     "output": r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)",
+    "generate": generation.FORMULA,  # y_t from the logits; the step's k_t and v_t appended to the cache
     "since": since_formula(ModelFacts(name="paper")),  # the paper's norm and positions (ModelFacts' defaults)
 }
 
@@ -99,10 +98,7 @@ def current_step() -> int:
 def _go(delta: int | None = None) -> None:
     ss = st.session_state
     ss[NOTICE] = None
-    if delta is None:  # the jump selectbox
-        ss[STEP] = ss[JUMP]
-    else:
-        ss[STEP] = min(max(ss.get(STEP, 1) + delta, 1), N_STEPS)
+    ss[STEP] = ss[JUMP] if delta is None else min(max(ss.get(STEP, 1) + delta, 1), N_STEPS)  # None: the jump box
 
 
 def navigation(step: int, lg: str, where: str) -> None:
@@ -151,6 +147,8 @@ def render(view: View) -> None:
         _decoder_step(view, key, lg, quiz_on)
     elif key == "since":
         _since_step(facts, lg)
+    elif key == "generate":
+        generation.tour_step(view, lg)
     elif view.trace is None or not view.text.strip():
         st.info(t("tour.need_text", lg), icon=":material/edit:")
     else:

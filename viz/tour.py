@@ -22,7 +22,7 @@ _BLUE, _ORANGE, _GREEN = "#4e79a7", "#f28e2b", "#59a14f"
 
 # the tour's steps in the lecture's order (`?step=6` counts from 1); catalogue keys "tour.<step>.title" / ".body"
 STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
-         "ffn", "decoder_self", "cross", "output", "since")
+         "ffn", "decoder_self", "cross", "output", "generate", "since")
 # the attention stages (viz.steps Stage keys) each attention step draws, in order: the one table of what a step shows,
 # read by the tour and by the handout of a tour slide
 STEP_STAGES = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),

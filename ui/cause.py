@@ -70,6 +70,11 @@ def say(exc: InputError, lang: str) -> None:
     st.info(md_escape(error_message(exc, lang)), icon=":material/info:")
 
 
+def shown(x) -> str:
+    """An answer as the views write it: the typed text when it is one token, else the token that stands for it."""
+    return md_escape(x.text.strip() if x.n_tokens == 1 else x.token)
+
+
 def answers_note(a, lang: str) -> None:
     for x in (a.target, a.foil):
         if x is not None and x.n_tokens > 1:
@@ -86,8 +91,8 @@ def attribution(view: View, clean: str, target: str, foil: str):
         say(exc, lg)
         return None
     answers_note(a, lg)
-    what = t("cause.dla.what", lg, target=md_escape(a.target.token), foil=md_escape(a.foil.token)) if a.foil else \
-        t("cause.dla.what_one", lg, target=md_escape(a.target.token))
+    what = t("cause.dla.what", lg, target=shown(a.target), foil=shown(a.foil)) if a.foil else \
+        t("cause.dla.what_one", lg, target=shown(a.target))
     st.markdown(t("cause.dla.sum", lg, what=what, total=a.total, heads=float(a.head.sum()), mlps=float(a.mlp.sum()),
                   embed=a.embed, bias=float(a.attn_bias.sum()) + a.bias, error=abs(a.error)))
     title = t("cause.dla.grid_title", lg, what=what)
@@ -104,7 +109,7 @@ def attribution(view: View, clean: str, target: str, foil: str):
     with c2:
         rows = [{"rank": r, "head": layer_head(la, h, lg, shared_kv(view.model, h)), "part": round(v, 3)}
                 for r, (la, h, v) in enumerate(a.top_heads(8), start=1)]
-        table(rename_columns(rows, lg, {"part": t("cause.dla.part", lg)}), view.lecture, key="cause_dla_top")
+        table(rename_columns(rows, lg, {"part": t("cause.dla.col_part", lg)}), view.lecture, key="cause_dla_top")
     st.caption(t("cause.dla.note", lg))
     return a
 
@@ -167,21 +172,21 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
     normalised = st.toggle(t("cause.patch.normalised", lg), True, key=K_NORMALISED,
                            help=t("cause.patch.normalised_help", lg))
     span = p.clean_diff - p.corrupt_diff
-    st.markdown(t("cause.patch.diffs", lg, target=md_escape(p.target.token), foil=md_escape(p.foil.token),
+    st.markdown(t("cause.patch.diffs", lg, target=shown(p.target), foil=shown(p.foil),
                   clean=p.clean_diff, corrupt=p.corrupt_diff, span=span))
     if abs(span) < 1e-6:
         st.warning(t("cause.patch.no_span", lg))
-    shown = lambda g: p.normalised(g) if normalised else g  # noqa: E731
+    scaled = lambda g: p.normalised(g) if normalised else g  # noqa: E731
     bar = t("cause.patch.norm_bar" if normalised else "cause.patch.raw_bar", lg)
     if p.head is not None:
-        grid = shown(p.head)
+        grid = scaled(p.head)
         title = t("cause.patch.heads_title", lg)
         chart(vc.grid(grid, title=title, colorbar=bar, chosen=[(view.layer, view.head)], lecture=view.lecture,
                       lang=lg, zmax=1.0 if normalised else None), K_PATCH_GRID,
               Export(grid, *axes(grid, lg), title, f"{clean} / {corrupt}", "patching-heads"),
               on_select=_picker(K_PATCH_GRID), **PICK)
     if p.residual is not None:
-        grid = shown(p.residual)
+        grid = scaled(p.residual)
         title = t("cause.patch.residual_title", lg)
         chart(vc.residual_grid(grid, list(p.clean_tokens), list(p.corrupt_tokens), title=title, colorbar=bar,
                                lecture=view.lecture, lang=lg, zmax=1.0 if normalised else None), "cause_patch_resid",

@@ -18,7 +18,7 @@ from viz import cause as vc
 from . import runs
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
-from .widgets import Export, chart, layer_head, rename_columns, shared_kv, table
+from .widgets import Export, chart, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 LANGUAGE_MODEL = "smollm2-135m"  # offered where the sidebar's model cannot generate
@@ -70,13 +70,17 @@ def run(view: View, n, temperature, top_k, top_p, seed, timed):
         return None
 
 
-def written(gen, step: int | None) -> str:
-    """The prompt, then each generated token as a code span; the chosen step's in bold."""
+def written(view: View, gen, step: int | None) -> None:
+    """The prompt and what the model wrote (detokenized, in bold), then each generated token as a code span, the
+    chosen step's marked."""
+    said = view.model.tokenizer.decode([s.choice.id for s in gen.steps]).strip() or " ".join(gen.tokens)
+    said = " ⏎ ".join(said.splitlines())  # a new line the model wrote, shown as one
+    st.markdown(md_escape(gen.prompt) + " **" + md_escape(said) + "**")
     out = []
     for k, s in enumerate(gen.steps):
         tok = "`" + s.choice.token.replace("`", "ˋ") + "`"
-        out.append(f"**{tok}**" if k == step else tok)
-    return md_escape(gen.prompt) + " → " + " ".join(out)
+        out.append(f"**▸{k}** {tok}" if k == step else tok)
+    st.caption(t("cause.gen.tokens", view.lang) + " " + " ".join(out))
 
 
 def step_picker(view: View, gen) -> int:
@@ -97,7 +101,8 @@ def step_view(view: View, gen, k: int) -> None:
     rows = cause.step_rows_padded(gen, k)  # (L, H, P + N), NaN past the keys it saw
     L, H = rows.shape[:2]
     layer, head = min(view.layer, L - 1), min(view.head, H - 1)
-    heads = [layer_head(layer, h, lg, shared_kv(view.model, h)) for h in range(H)]
+    kv = [shared_kv(view.model, h) for h in range(H)]
+    heads = [t("ex.head_n", lg, i=h) + ("" if kv[h] is None else f" · KV {kv[h]}") for h in range(H)]
     layers = [t("ex.layer_n", lg, i=i) for i in range(L)]
     c1, c2 = st.columns(2)
     with c1:
@@ -182,7 +187,7 @@ def section(view: View) -> None:
             st.info(t("cause.gen.no_room", lg))
         return
     k = step_picker(view, gen)
-    st.markdown(written(gen, k))
+    written(view, gen, k)
     names = {k: t(f"cause.gen.col.{k}", lg) for k in ("step", "position", "token", "prob", "drawn", "top")}
     table(rename_columns(cause.step_table(gen), lg, names), view.lecture, key="gen_table", height=240)
     step_view(view, gen, k)
@@ -202,7 +207,7 @@ def tour_step(view: View, lg: str) -> None:
     if gen is None or not gen.steps:
         return
     k = step_picker(view, gen)
-    st.markdown(written(gen, k))
+    written(view, gen, k)
     step_view(view, gen, k)
     s = gen.steps[k]
     st.caption(t("cause.gen.tour_costs", lg, bytes=s.cache_bytes, cached=s.macs_cached / 1e6,

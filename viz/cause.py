@@ -29,17 +29,22 @@ def _fit(layout: dict) -> dict:
     return merge(layout, {"xaxis": {"automargin": True}, "yaxis": {"automargin": True}})
 
 
-def pickable(fig: go.Figure, L: int, H: int, lang: str, wide: bool) -> go.Figure:
-    """Invisible square markers over a head grid's cells with [layer, head] as customdata (a click picks it)."""
+def pickable(fig: go.Figure, values: np.ndarray, lang: str, wide: bool) -> go.Figure:
+    """Invisible square markers over a head grid's cells with [layer, head, value] as customdata: a click picks the
+    head (plotly reports a clicked point only where it has hover, so the markers carry the cell's hover)."""
+    L, H = values.shape
     layers = [tr("ex.layer_n", lang, i=la) for la in range(L)]
     heads = [tr("ex.head_n", lang, i=h) for h in range(H)]
     ll, hh = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     xs, ys = ([layers[i] for i in ll.ravel()], [heads[h] for h in hh.ravel()]) if wide else \
         ([heads[h] for h in hh.ravel()], [layers[i] for i in ll.ravel()])
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", customdata=[[int(a), int(b)] for a, b in
-                                                                       zip(ll.ravel(), hh.ravel())],
+    v = np.asarray(values, dtype=np.float64)
+    custom = [[int(a), int(b), float(v[a, b]) if np.isfinite(v[a, b]) else None]
+              for a, b in zip(ll.ravel(), hh.ravel())]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", customdata=custom,
                              marker=dict(size=18, opacity=0.0, color="#000000", symbol="square"),
-                             hoverinfo="skip", showlegend=False, name="heads"))
+                             hovertemplate="%{x} · %{y}<br>%{customdata[2]:.3f}<extra></extra>", showlegend=False,
+                             name="heads"))
     return fig
 
 
@@ -50,7 +55,7 @@ def grid(values: np.ndarray, *, title: str, colorbar: str, chosen, lecture: bool
     wide = L >= WIDE_FROM
     fig = head_grid(values, title=title, colorbar_title=colorbar, diverging=diverging, chosen=chosen, zmax=zmax,
                     lecture=lecture, lang=lang, wide=wide)
-    return pickable(fig, L, H, lang, wide)
+    return pickable(fig, values, lang, wide)
 
 
 # ---- generation replay ------------------------------------------------------------------------------------------
@@ -78,8 +83,9 @@ def kv_groups(kv_map: np.ndarray, *, lecture: bool = False, lang: str = "en") ->
     rows = [tr("ex.head_n", lang, i=h) for h in range(H)]
     cols = [tr("cause.gen.kv_n", lang, g=g) for g in range(G)]
     text = [["●" if kv_map[h, g] else "" for g in range(G)] for h in range(H)]
-    return heatmap(kv_map, rows, cols, title=tr("cause.gen.groups_title", lang, h=H, g=G), colorscale="Blues",
-                   zmin=0.0, zmax=1.5, lecture=lecture, lang=lang, text_auto=False, xlabel=tr("cause.gen.cache", lang),
+    return heatmap(kv_map, rows, cols, title=tr("cause.gen.groups_title", lang, h=H, g=G),
+                   colorscale=[[0.0, "#f2f2f2"], [1.0, "#4e79a7"]],
+                   zmin=0.0, zmax=1.0, lecture=lecture, lang=lang, text_auto=False, xlabel=tr("cause.gen.cache", lang),
                    ylabel=tr("cause.gen.query_heads", lang), extra_trace=dict(text=text, texttemplate="%{text}",
                                                                               showscale=False),
                    hover="%{y} → %{x}<extra></extra>", height=max(260, 30 * H + 140), extra_layout=_fit({}))

@@ -20,7 +20,7 @@ import numpy as np
 from model.cause.attribution import Attribution, attribute
 from model.cause.common import AnswerToken
 from model.cause.generation import Generation, Sampling, generate
-from model.cause.patching import Patching, patch
+from model.cause.patching import Patching, pair_ids, patch
 
 from .frozen import freeze, ro
 
@@ -57,6 +57,13 @@ def attribution(loaded, text: str, target: str | None, foil: str | None) -> Attr
 def patching(loaded, clean: str, corrupt: str, target: str, foil: str, *, residual: bool = True,
              progress=None) -> Patching:
     return freeze(patch(loaded, clean, corrupt, target, foil, residual=residual, progress=progress))
+
+
+def check_pair(loaded, clean: str, corrupt: str) -> int:
+    """The prompts' common token count; an InputError (key "cause_lengths", naming both counts) when they differ,
+    said before any grid is computed."""
+    (ids, _), _ = pair_ids(loaded, clean, corrupt)
+    return len(ids)
 
 
 # ---- what the generation view draws ---------------------------------------------------------------------------

@@ -135,13 +135,24 @@ def _stop() -> None:
 @safe_callback
 def _save(key: tuple, payload: str) -> None:
     saved.put("patching", key, payload)
-    deck.add_current()
+    # a widget bound to the link leaves its default value out of it: the slide carries all four
+    deck.add_current({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": tab_label()})
+
+
+def tab_label() -> str:
+    """The open tab of the Head lab (its label, as the link and the deck keep it)."""
+    return str(st.session_state.get("hl_tab") or st.query_params.get("hl_tab") or "")
 
 
 def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
     lg = view.lang
     st.subheader(t("cause.patch.head", lg))
     st.caption(t("cause.patch.intro", lg))
+    try:
+        cause.check_pair(view.model, clean, corrupt)  # a clear message before any work
+    except InputError as exc:
+        say(exc, lg)
+        return None
     key = saved_key(view, clean, corrupt, target, foil)
     p = None
     text = saved.get("patching", key)

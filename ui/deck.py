@@ -248,18 +248,18 @@ def add_button(where, lang: str) -> None:
                  help=t("deck.add_help_here" if on_deck else "deck.add_help", lang))
 
 
-def add_current() -> None:
+def add_current(extra: dict | None = None) -> None:
     """The view on screen as the deck's last slide, from another page's callback (the Head lab's "Save in the
-    deck")."""
-    _add()
+    deck"); `extra`: link values the URL leaves out (a widget bound to it omits its default value)."""
+    _add(extra)
 
 
 @safe_callback
-def _add() -> None:
+def _add(extra: dict | None = None) -> None:
     ss, lang = st.session_state, session_lang()
     deck = current()
     page = page_name(ss.get(PAGE, ""))
-    query = {k: st.query_params.get(k) for k in QUERY_KEYS}
+    query = {**{k: st.query_params.get(k) for k in QUERY_KEYS}, **(extra or {})}
     options = {k: ss.get(k) for k in OPTION_KEYS}
     try:
         slide = capture(page, query, options, title=default_title(page, query, lang))

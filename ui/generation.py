@@ -22,7 +22,6 @@ from .widgets import Export, chart, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 LANGUAGE_MODEL = "smollm2-135m"  # offered where the sidebar's model cannot generate
-MODES = ("greedy", "sample")
 FORMULA = (r"y_t = \operatorname{argmax} P(\cdot \mid y_{<t}),\quad K_{\le t} = [K_{<t};\, k_t],\;"
            r"V_{\le t} = [V_{<t};\, v_t]")  # the tour's generation step
 
@@ -32,10 +31,11 @@ def settings(view: View, *, compact: bool = False) -> tuple[int, float, int, flo
     lg = view.lang
     c1, c2 = st.columns(2)
     n = int(c1.slider(t("cause.gen.n", lg), 1, 40, 8 if compact else 12, key="gen_new", **URL))
-    mode = "greedy" if compact else c2.radio(t("cause.gen.mode", lg), MODES, horizontal=True, key="gen_mode",
-                                              format_func=lambda m: t(f"cause.gen.mode.{m}", lg), **URL)
+    # a toggle, not a radio: a radio bound to the URL writes its label there, which is the interface language's
+    sample = False if compact else c2.toggle(t("cause.gen.sample", lg), key="gen_sample", help=t("cause.gen.mode", lg),
+                                             **URL)
     temperature, top_k, top_p, seed = 0.0, 0, 1.0, 0
-    if mode == "sample":
+    if sample:
         c1, c2, c3, c4 = st.columns(4)
         temperature = float(c1.slider(t("cause.gen.temperature", lg), 0.1, 2.0, 0.8, 0.1, key="gen_temp", **URL))
         top_k = int(c2.number_input(t("cause.gen.top_k", lg), 0, 500, 50, key="gen_topk", **URL,

@@ -43,6 +43,7 @@ PRESETS = {
                            "was wide? Answer: the", " animal", " street"),
 }
 DEFAULT_PRESET = "eiffel"
+MAX_RESIDUAL_TOKENS = 24  # the residual grid runs one patched copy per position in each layer: n x n rows a layer
 
 
 def generation(loaded, text: str, n: int, sampling: Sampling, *, time_uncached: bool = False,

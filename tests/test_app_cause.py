@@ -153,3 +153,20 @@ def test_an_encoder_model_is_offered_the_language_model():
     at.button(key="gen_use_lm").click().run()
     assert_ok(at)
     assert at.session_state["model"] == "smollm2-135m"
+
+
+@pytest.mark.slow
+def test_a_deck_slide_reopens_the_generation_settings(smol):
+    from ui.deckfile import Deck, Slide
+
+    at = AppTest.from_file(APP, default_timeout=900)
+    at.run()
+    at.switch_page(page_file("deck")).run()
+    query = {"model": "smollm2-135m", "text": PROMPT, "hl_tab": GEN, "gen_sample": "true", "gen_temp": "1.2",
+             "gen_topk": "40", "gen_topp": "0.95", "gen_seed": "7", "gen_new": "6"}
+    at.session_state[DECK] = Deck(title="t", lang="en", slides=(Slide("heads", query, title="generation"),))
+    at.run()
+    at.button(key="deck_from_0").click().run()
+    assert_ok(at)
+    df = at.table[0].value if at.table else at.dataframe[0].value
+    assert list(df.iloc[:, 2]) == [s.choice.token for s in generate(smol, PROMPT, 6, Sampling(1.2, 40, 0.95, 7)).steps]

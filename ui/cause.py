@@ -149,10 +149,11 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
     st.subheader(t("cause.patch.head", lg))
     st.caption(t("cause.patch.intro", lg))
     try:
-        cause.check_pair(view.model, clean, corrupt)  # a clear message before any work
+        n = cause.check_pair(view.model, clean, corrupt)  # a clear message before any work
     except InputError as exc:
         say(exc, lg)
         return None
+    residual = n <= cause.MAX_RESIDUAL_TOKENS
     key = saved_key(view, clean, corrupt, target, foil)
     p = None
     text = saved.get("patching", key)
@@ -163,17 +164,18 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
         except (ValueError, KeyError, TypeError):
             p = None
     if p is None:
-        computed = runs.patching.key(view.model_name, view.device, clean, corrupt, target, foil) in results()
+        computed = runs.patching.key(view.model_name, view.device, clean, corrupt, target, foil, residual) in results()
         if not computed and st.session_state.get(K_RUN) != key:
-            n = view.model.config.n_decoder_layers * view.model.config.n_heads
-            st.button(t("cause.patch.run", lg, n=n), key="cause_patch_run", on_click=_start, args=(key,),
+            heads = view.model.config.n_decoder_layers * view.model.config.n_heads
+            st.button(t("cause.patch.run" if residual else "cause.patch.run_heads", lg, n=heads), key="cause_patch_run",
+                      on_click=_start, args=(key,),
                       type="primary", icon=":material/play_arrow:")
             return None
         stop = st.empty()
         if not computed:
             stop.button(t("cause.patch.stop", lg), key="cause_patch_stop", on_click=_stop, icon=":material/stop:")
         try:
-            p = runs.patching(view.model_name, view.device, clean, corrupt, target, foil)
+            p = runs.patching(view.model_name, view.device, clean, corrupt, target, foil, residual)
         except InputError as exc:
             stop.empty()
             say(exc, lg)
@@ -196,7 +198,9 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
                       lang=lg, zmax=1.0 if normalised else None), K_PATCH_GRID,
               Export(grid, *axes(grid, lg), title, f"{clean} / {corrupt}", "patching-heads"),
               on_select=_picker(K_PATCH_GRID), **PICK)
-    if p.residual is not None:
+    if p.residual is None:
+        st.caption(t("cause.patch.no_residual", lg, n=n, limit=cause.MAX_RESIDUAL_TOKENS))
+    else:
         grid = scaled(p.residual)
         title = t("cause.patch.residual_title", lg)
         chart(vc.residual_grid(grid, list(p.clean_tokens), list(p.corrupt_tokens), title=title, colorbar=bar,

@@ -27,11 +27,12 @@ from i18n import LANG_NAMES, LANGS, t
 from . import shortlinks
 from . import state as s
 from .deckfile import (
+    HEADS_GENERATION,
+    HEADS_TEXT,
     MAX_BYTES,
     MAX_NOTE,
     MAX_TITLE,
     OPTION_KEYS,
-    PAGE_QUERY,
     QUERY_KEYS,
     Deck,
     DeckError,
@@ -102,9 +103,11 @@ def _open(deck: Deck, i: int, present: dict | None) -> None:
         ss[K_LANG] = query["lang"]  # this run's language already (the link is read again after it starts)
     for key, value in slide.options.items():
         ss[key] = value
-    for key in PAGE_QUERY["heads"]:  # the Head lab's tab and its cause view's prompts
+    for key in HEADS_TEXT:  # the Head lab's tab and its Cause tab's prompts, as the link says
         if key in query:
             ss[key] = query[key]
+    for key in HEADS_GENERATION:  # numbers and switches: their widgets read them from the link again
+        ss.pop(key, None)
     if slide.page == "tour":
         ss.pop(TOUR_URL_DONE, None)  # the tour reads its step from the link again
         if "step" not in query and isinstance(ss.get(TOUR_STEP), int):

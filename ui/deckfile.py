@@ -46,8 +46,11 @@ MAX_VALUE = 200  # characters of any other query or option value
 
 # what the URL carries (ui/state.py SHARED_KEYS, the tour's `step`, the Head lab's `hl_tab`)
 VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
-# a page's own keys in the URL (the Head lab's Cause tab: its prompts, target and foil, ui/cause.py)
-PAGE_QUERY = {"tour": ("step",), "heads": ("hl_tab", "hl_clean", "hl_corrupt", "hl_target", "hl_foil")}
+# a page's own keys in the URL (the Head lab's: its tab, the Cause tab's prompts, target and foil, ui/cause.py, and
+# the Generation tab's settings, ui/generation.py)
+HEADS_TEXT = ("hl_tab", "hl_clean", "hl_corrupt", "hl_target", "hl_foil")
+HEADS_GENERATION = ("gen_new", "gen_sample", "gen_temp", "gen_topk", "gen_topp", "gen_seed", "gen_step")
+PAGE_QUERY = {"tour": ("step",), "heads": (*HEADS_TEXT, *HEADS_GENERATION)}
 # the pages' own choices, kept in session state: the lazy tabs' open label, the explorer's options
 PAGE_OPTIONS = {"explorer": ("ex_tab", "ex_mode", "ex_hide_special", "ex_merge_words"), "steps": ("steps_tab",),
                 "positional": ("pe_tab",), "masks": ("mask_tab",), "seq2seq": ("teacher_forcing",)}

@@ -287,7 +287,8 @@ def attribution(name: str, device: str, text: str, target: str, foil: str):
 
 
 @memo(progress="cause.progress.patching")
-def patching(name: str, device: str, clean: str, corrupt: str, target: str, foil: str, progress=None):
-    """Activation patching of every head and of the residual stream, clean into corrupted (a progress bar; the app's
-    Stop ends it at the next layer, and nothing partial is kept)."""
-    return cause.patching(get_model(name, device), clean, corrupt, target, foil, progress=progress)
+def patching(name: str, device: str, clean: str, corrupt: str, target: str, foil: str, residual: bool = True,
+             progress=None):
+    """Activation patching of every head (and of the residual stream), clean into corrupted (a progress bar; the
+    app's Stop ends it at the next layer, and nothing partial is kept)."""
+    return cause.patching(get_model(name, device), clean, corrupt, target, foil, residual=residual, progress=progress)

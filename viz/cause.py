@@ -19,7 +19,7 @@ from i18n import head_name
 from i18n import t as tr
 
 from .heads import head_grid
-from .heatmap import axis_labels, heatmap
+from .heatmap import heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge
 
 WIDE_FROM = 13  # layers: a deeper model's grid lies with its layers along x
@@ -62,7 +62,7 @@ def grid(values: np.ndarray, *, title: str, colorbar: str, chosen, lecture: bool
 def step_rows(rows: np.ndarray, tokens: list[str], labels: list[str], *, title: str, lecture: bool = False,
               lang: str = "en", highlight: int | None = None) -> go.Figure:
     """(R, P + N) query rows over the final sequence's keys; NaN past the keys the step could see (drawn blocked)."""
-    return heatmap(rows, labels, axis_labels(tokens), title=title, zmin=0.0, zmax=None, lecture=lecture, lang=lang,
+    return heatmap(rows, labels, list(tokens), title=title, zmin=0.0, zmax=None, lecture=lecture, lang=lang,
                    masked=~np.isfinite(rows), xlabel=tr("ex.axis.key", lang), colorbar_title=tr("ex.axis.weight", lang),
                    text_auto=False, highlight_row=highlight, extra_layout=_fit({}))
 
@@ -147,7 +147,7 @@ def dla_parts(head: np.ndarray, mlp: np.ndarray, attn_bias: np.ndarray, embed: f
 def residual_grid(values: np.ndarray, clean: list[str], corrupt: list[str], *, title: str, colorbar: str,
                   lecture: bool = False, lang: str = "en", zmax: float | None = None) -> go.Figure:
     """(L, n) the residual stream patched per layer and position; a position whose tokens differ is starred."""
-    cols = axis_labels([f"*{c}" if c != x else c for c, x in zip(clean, corrupt)])
+    cols = [f"*{c}" if c != x else c for c, x in zip(clean, corrupt)]  # heatmap() escapes and tells twins apart
     v = np.asarray(values, dtype=np.float32)
     m = zmax or (float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0) or 1.0
     return heatmap(v, [tr("ex.layer_n", lang, i=i) for i in range(v.shape[0])], cols, title=title, colorscale="RdBu",
@@ -160,8 +160,7 @@ def head_map(att: np.ndarray, tokens: list[str], layer: int, head: int, *, lectu
              lang: str = "en", kv: int | None = None) -> go.Figure:
     """One head's attention on the clean prompt, the last query (the one that predicts) outlined."""
     n = att.shape[0]
-    labels = axis_labels(tokens)
-    return heatmap(att, labels, labels, title=esc(head_name(layer, head, lang, kv=kv), 80), zmin=0.0,
+    return heatmap(att, list(tokens), list(tokens), title=esc(head_name(layer, head, lang, kv=kv), 80), zmin=0.0,
                    masked=np.triu(np.ones((n, n), dtype=bool), k=1), xlabel=tr("ex.axis.key", lang),
                    ylabel=tr("ex.axis.query", lang), colorbar_title=tr("ex.axis.weight", lang), lecture=lecture,
                    lang=lang, text_auto=False, highlight_row=n - 1, extra_layout=_fit({}))

@@ -253,11 +253,13 @@ def test_tour_steps_print_different_figures(example_ko):
     deck, _ = example_ko
     q = deck.slides[0].query
     got = {}
-    for step in (1, 3, 4, 7, 12, 13, 14, 15):
+    for step in (1, 3, 4, 7, 12, 13, 14, 16):
         hs = handout_slide(Slide("tour", {**q, "step": str(step)}), "cpu", "ko")
         got[step] = hs.panels
         assert hs.panels and not hs.missing, (step, hs.missing)
-    assert got[1][0].table is not None and got[15][0].table is not None  # tokens; what changed since 2017
+    assert got[1][0].table is not None and got[16][0].table is not None  # tokens; what changed since 2017
+    hs = handout_slide(Slide("tour", {**q, "step": "15"}), "cpu", "ko")  # generation: an encoder writes nothing
+    assert not hs.panels and hs.missing
     assert [p.matrix.shape for p in got[3]] == [(18, 384)] * 3  # X, the positions, X + PE
     assert len(got[4]) == 3 and got[7][0].vmax == 1.0  # Q, K, V; the Softmax weights
     assert got[12][0].masked is not None and got[13][0].masked is None  # masked self-attention; cross-attention
@@ -298,3 +300,19 @@ def test_the_deck_page_makes_the_handout_from_the_apps_weights(tmp_path, monkeyp
     strings = _page_strings(pdf, 7)
     assert _contains_run(strings, [text for _, _, text in cell_labels(panel.matrix)])
     assert set("Add & Norm Feed Forward") <= set(_unicode_in_cmaps(pdf))
+
+
+def test_the_generation_step_prints_the_language_models_tokens():
+    """Tour step 15 on SmolLM2: the greedy tokens after the sentence, one row per step, as the tour computes them."""
+    from model import load_model
+    from model.cause.generation import generate
+    from ui.deckfile import Slide
+    from ui.handout import handout_slide
+
+    text = "The capital of France is"
+    hs = handout_slide(Slide("tour", {"text": text, "model": "smollm2-135m", "step": "15"}), "cpu", "en")
+    g = generate(load_model("smollm2-135m", "cpu"), text, 8)
+    table = hs.panels[0].table
+    assert table[0] == ["Step", "Position", "Token", "Probability"]
+    assert [row[2] for row in table[1:]] == [s.choice.token for s in g.steps]
+    assert table[1][:2] == ["0", "5"] and table[1][3] == f"{g.steps[0].choice.prob:.3f}"

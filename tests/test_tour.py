@@ -67,7 +67,9 @@ def test_walk_every_step(entry, text):
     assert [h.split(": ", 1)[1] for h in heads][:3] == ["Tokens and special tokens", "Embedding", "Positional Encoding"]
     assert at.table, "the last step puts the model beside the paper in a table"
     at.button(key="tour_back_top").click().run()
-    assert _qp(at, "step") == "15"
+    assert _qp(at, "step") == "15"  # generation: an encoder is offered a language model
+    assert t("cause.need_lm", "en", model="minilm-l6") in [i.value for i in at.info]
+    at.button(key="tour_back_top").click().run()
     # the decoder steps (12-14) say they use seq2seq-tiny
     assert any("seq2seq-tiny" in i.value for i in at.info)
     # user text is never rendered as HTML by plotly
@@ -104,11 +106,11 @@ def test_step_in_the_url(entry, raw, expect):
 
 def test_korean_interface(entry):
     at = _open(entry, step="10", lang="ko")
-    assert at.subheader[0].value == "15단계 중 10단계: Add & Norm"
+    assert at.subheader[0].value == "16단계 중 10단계: Add & Norm"
     assert at.button(key="tour_next_top").label == "다음"
     at.button(key="tour_next_top").click().run()
     assert_ok(at)
-    assert at.subheader[0].value == "15단계 중 11단계: Feed Forward"
+    assert at.subheader[0].value == "16단계 중 11단계: Feed Forward"
     assert any("어텐션" in m.value or "토큰" in m.value for m in at.markdown)
 
 
@@ -119,7 +121,7 @@ def test_korean_every_step(entry):
     at = _open(entry, lang="ko")
     for i in range(1, tour.N_STEPS + 1):
         assert_ok(at)
-        assert at.subheader[0].value.startswith(f"15단계 중 {i}단계")
+        assert at.subheader[0].value.startswith(f"16단계 중 {i}단계")
         assert any(hangul.search(m.value) for m in at.markdown), f"step {i}: no Korean explanation"
         for spec in charts(at):
             title = json.loads(spec).get("layout", {}).get("title", {})
@@ -278,7 +280,7 @@ def test_since_on_smollm2_shows_rotary_rmsnorm_gqa_swiglu_as_changes(entry, lang
 
         assert english_words([*cols, *(cell for cells in table.values() for cell in cells), summary]) == []
         assert "smollm2-135m은 9가지 중 8가지가 논문과 다릅니다" in summary
-        assert at.subheader[0].value == "15단계 중 15단계: 2017년 이후 달라진 것"
+        assert at.subheader[0].value == "16단계 중 16단계: 2017년 이후 달라진 것"
     assert at.button(key="tour_next_top").disabled
 
 

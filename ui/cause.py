@@ -136,7 +136,7 @@ def _stop() -> None:
 def _save(key: tuple, payload: str) -> None:
     saved.put("patching", key, payload)
     # a widget bound to the link leaves its default value out of it: the slide carries all four
-    deck.add_current({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": tab_label()})
+    deck.add_view({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": tab_label()})
 
 
 def tab_label() -> str:

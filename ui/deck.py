@@ -246,19 +246,15 @@ def note_md(note: str) -> str:
 def add_button(where, lang: str) -> None:
     """"Add to deck": the view on screen becomes the deck's last slide."""
     on_deck = page_name(st.session_state.get(PAGE, "")) == PAGE_NAME
-    where.button(t("deck.add", lang, n=len(current())), key="deck_add", on_click=_add, width="stretch",
+    where.button(t("deck.add", lang, n=len(current())), key="deck_add", on_click=add_view, width="stretch",
                  icon=":material/add_to_queue:", disabled=on_deck,
                  help=t("deck.add_help_here" if on_deck else "deck.add_help", lang))
 
 
-def add_current(extra: dict | None = None) -> None:
-    """The view on screen as the deck's last slide, from another page's callback (the Head lab's "Save in the
-    deck"); `extra`: link values the URL leaves out (a widget bound to it omits its default value)."""
-    _add(extra)
-
-
 @safe_callback
-def _add(extra: dict | None = None) -> None:
+def add_view(extra: dict | None = None) -> None:
+    """The view on screen as the deck's last slide (also the Head lab's "Save in the deck"); `extra`: link values the
+    URL leaves out (a widget bound to it omits its default value)."""
     ss, lang = st.session_state, session_lang()
     deck = current()
     page = page_name(ss.get(PAGE, ""))

@@ -2,7 +2,9 @@
 patching tabs in lecture mode at 1600 x 1000 and on a phone (390 x 844), English and Korean, drawn without an error
 or a page wider than the screen; the patching grids start on a click, show a progress bar with a Stop button, and
 Stop ends the run (the button to compute comes back, no grid is drawn); a click on the patching grid picks the head
-(the sidebar's layer and head). Screenshots go to $HEADLIGHT_SHOTS (default: the test's tmp dir)."""
+(the sidebar's layer and head). Screenshots go to $HEADLIGHT_SHOTS (default: the test's tmp dir); with
+HEADLIGHT_SCREENSHOTS=1 the README's three (assets/screenshots/generation.png, attribution.png, patching.png)
+are written too."""
 
 from __future__ import annotations
 
@@ -18,6 +20,16 @@ from i18n import t
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 BASE = {"model": "smollm2-135m", "text": "The capital of France is", "lecture": "1"}
+README_SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
+
+
+def readme_shot(page, name: str, anchor: str, exact: bool = False) -> None:
+    """With HEADLIGHT_SCREENSHOTS=1: the viewport with `anchor`'s text near its top, as assets/screenshots/<name>."""
+    if os.environ.get("HEADLIGHT_SCREENSHOTS") != "1":
+        return
+    page.get_by_text(anchor, exact=exact).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(README_SHOTS / name))
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +74,9 @@ def test_the_tabs_draw_in_both_languages_and_sizes(app_url, tmp_path, lang, size
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= size[0] + 1, f"the page is {width} px wide on a {size[0]} px screen"
         page.screenshot(path=str(shots(tmp_path) / f"{tab}-{lang}-{size[0]}.png"))
+        if (tab, lang, size[0]) == ("generation", "en", 1600):
+            readme_shot(page, "generation.png", t("cause.gen.step_line", "en", k=0, q=4, query="Ġis",
+                                                  token="ĠParis", p=0.7725, m=5)[:20])
 
 
 def test_patching_stops_on_stop_and_a_click_picks_the_head(app_url, tmp_path):
@@ -85,6 +100,8 @@ def test_patching_stops_on_stop_and_a_click_picks_the_head(app_url, tmp_path):
         title = page.get_by_text(t("cause.patch.heads_title", "en"))
         title.wait_for(timeout=900_000)
         wait_for_app(page, 600_000)
+        readme_shot(page, "attribution.png", t("cause.dla.head", "en"), exact=True)
+        readme_shot(page, "patching.png", t("cause.patch.head", "en"), exact=True)
         grid = next(p for p in page.locator(".js-plotly-plot").all() if t("cause.patch.heads_title", "en") in
                     p.inner_text())
         grid.scroll_into_view_if_needed()

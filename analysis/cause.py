@@ -21,6 +21,7 @@ from model.cause.attribution import Attribution, attribute
 from model.cause.common import AnswerToken
 from model.cause.generation import Generation, Sampling, generate
 from model.cause.patching import Patching, pair_ids, patch
+from model.cause.translation import generate_seq2seq
 
 from .frozen import freeze, ro
 
@@ -48,7 +49,9 @@ MAX_RESIDUAL_TOKENS = 24  # the residual grid runs one patched copy per position
 
 def generation(loaded, text: str, n: int, sampling: Sampling, *, time_uncached: bool = False,
                progress=None) -> Generation:
-    return freeze(generate(loaded, text, n, sampling, time_uncached=time_uncached, progress=progress))
+    """A decoder-only model's generation replay, or an encoder-decoder's decoding of `text` (model/cause/)."""
+    replay = generate_seq2seq if loaded.kind == "encoder-decoder" else generate
+    return freeze(replay(loaded, text, n, sampling, time_uncached=time_uncached, progress=progress))
 
 
 def attribution(loaded, text: str, target: str | None, foil: str | None) -> Attribution:
@@ -83,8 +86,15 @@ def costs(gen: Generation) -> dict[str, np.ndarray]:
 
 
 def sink_by_layer(gen: Generation) -> np.ndarray:
-    """(L, N) each step's mean weight on the first token over the heads of each layer."""
-    return ro(np.stack([s.sink.mean(axis=1) for s in gen.steps], axis=1)) if gen.steps else ro(np.zeros((0, 0)))
+    """(L, N) each step's mean weight on the first token over the heads of each layer (no self-attention: (0, 0))."""
+    if not gen.has_self_rows:
+        return ro(np.zeros((0, 0)))
+    return ro(np.stack([s.sink.mean(axis=1) for s in gen.steps], axis=1))
+
+
+def cross_rows(gen: Generation, step: int) -> np.ndarray:
+    """(L, H, n_src) an encoder-decoder step's cross-attention rows over the source."""
+    return gen.steps[step].cross
 
 
 def step_rows_padded(gen: Generation, step: int) -> np.ndarray:

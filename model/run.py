@@ -25,7 +25,8 @@ The edits (frozen; several may be given, applied in order):
   so a patch in layer L costs only the layers from L up.
 
 Stop after a layer with `upto`; keep keys and values for generation with `cache` (a DecodeCache: `ids` then holds
-only the new tokens, which follow the cached ones). `block` is "encoder", "decoder_self" or "cross" (None: the main
+only the new tokens, which follow the cached ones; an encoder-decoder's `target` does, and `memory` passes the encoder
+output of its first step, so the source is encoded once). `block` is "encoder", "decoder_self" or "cross" (None: the main
 stack, the encoder of an encoder model, else the decoder's self-attention); a Residual or Resume names a stack
 ("encoder" or the decoder, by "decoder_self" or "cross").
 
@@ -144,6 +145,7 @@ class Run:
     keep: Keep = field(default_factory=Keep)
     upto: int | None = None  # stop after this layer of the last stack run (no logits then)
     cache: DecodeCache | None = None  # incremental decoding: `ids` (decoder-only) or `target` holds the new tokens
+    memory: Any = None  # an encoder-decoder's encoder output from an earlier run (Record.encoder.output), reused
 
 
 # ---- the typed record -----------------------------------------------------------------------------------------------
@@ -312,8 +314,9 @@ def execute(module, run: Run) -> Record:
     enc = dec = None
     if module.encoder is not None:
         last = module.decoder is None or target is None
-        enc = module.encode(ids, run.type_ids, run.keep_mask, record=detail, hidden=k.hidden,
-                            upto=run.upto if last else None, plan=plans["encoder"])
+        enc = run.memory if run.memory is not None else module.encode(
+            ids, run.type_ids, run.keep_mask, record=detail, hidden=k.hidden, upto=run.upto if last else None,
+            plan=plans["encoder"])
         if not last:
             dec = module.decode(target, enc, run.target_keep, record=detail, hidden=k.hidden, upto=run.upto,
                                 cache=run.cache, plan=plans["decoder"])

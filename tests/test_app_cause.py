@@ -170,3 +170,27 @@ def test_a_deck_slide_reopens_the_generation_settings(smol):
     assert_ok(at)
     df = at.table[0].value if at.table else at.dataframe[0].value
     assert list(df.iloc[:, 2]) == [s.choice.token for s in generate(smol, PROMPT, 6, Sampling(1.2, 40, 0.95, 7)).steps]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,charts_n", [("bergamot-en-pt", 5), ("seq2seq-tiny", 10)])
+def test_a_translators_decoder_replays_over_its_cache(name, charts_n):
+    """An encoder-decoder writes too: its decoder's steps over the source (cross-attention rows); the translator's
+    SSRU decoder keeps a memory of constant size instead of keys and values; its tokens are those of its own greedy
+    decoding (within the shortlist)."""
+    from model.cause.translation import generate_seq2seq
+
+    text = "The cat sat on the mat."
+    at = _lab(GEN, model=name, text=text)
+    assert_ok(at)
+    m = load_model(name, "cpu")
+    g = generate_seq2seq(m, text, 12)
+    assert g.ids == m.decode_ids(m.encode_source(text).ids)[: len(g.ids)]
+    df = at.table[0].value if at.table else at.dataframe[0].value
+    assert list(df.iloc[:, 2]) == [s.choice.token for s in g.steps]
+    assert len(charts(at)) == charts_n
+    captions = [c.value for c in at.caption]
+    assert (t("cause.gen.ssru", "en", d=256, bytes=g.steps[0].cache_bytes) in captions) == (name == "bergamot-en-pt")
+    assert (t("cause.gen.shortlist", "en") in captions) == (name == "bergamot-en-pt")
+    if name == "bergamot-en-pt":
+        assert len({s.cache_bytes for s in g.steps}) == 1  # the SSRU's memory does not grow

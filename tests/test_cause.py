@@ -229,3 +229,37 @@ def test_smollm2_generation_dla_and_patching_against_transformers(smollm2):
     cells = [(0, 2), (7, 3), (15, 9), (24, 9), (29, 9)]
     want = [patch_residual(ref, cid, xid, t, f, la, i) for la, i in cells]
     np.testing.assert_allclose([p.residual[c] for c in cells], want, rtol=0, atol=ATOL)
+
+
+# ---- an encoder-decoder's decoder -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fixture", ["seq2seq_tiny", "bergamot_en_pt"])
+def test_a_decoders_replay_equals_its_greedy_decoding_and_the_full_forward(fixture, request):
+    """seq2seq-tiny (masked self-attention) and a translator (an SSRU, within its shortlist): the replay's tokens
+    are the model's own greedy decoding, and every step's cross-attention row (and self-attention row) equals the
+    teacher-forced forward over the final decoder input."""
+    from model.cause.translation import generate_seq2seq, seq2seq_macs
+
+    m = request.getfixturevalue(fixture)
+    text = "The cat sat on the mat."
+    src = m.encode_source(text).ids
+    g = generate_seq2seq(m, text, 20)
+    assert g.ids == m.decode_ids(src) and g.ids[-1] == m.eos_id
+    dec_in = g.ids[:-1]  # [bos, y_0 .. y_{N-2}]: the inputs the steps fed
+    with torch.inference_mode():
+        out = m.module(torch.tensor([src]), torch.tensor([dec_in]))
+    cross = torch.stack(out.decoder.cross_attention)[:, 0].numpy()  # (L, H, T, n_src)
+    for k, s in enumerate(g.steps):
+        np.testing.assert_allclose(s.cross, cross[:, :, k], rtol=0, atol=ATOL_ATT)
+        if g.has_self_rows:
+            self_att = torch.stack(out.decoder.self_attention)[:, 0].numpy()
+            np.testing.assert_allclose(s.rows, self_att[:, :, k, : k + 1], rtol=0, atol=ATOL_ATT)
+        assert s.macs_cached == seq2seq_macs(m.config, 1, k + 1, len(src), project_memory=k == 0)
+    ssru = m.config.decoder_mixer == "ssru"
+    assert g.has_self_rows == (not ssru) and g.shortlist == ssru
+    sizes = [s.cache_bytes for s in g.steps]
+    L, d = m.config.n_decoder_layers, m.config.d_model
+    kv_src = 2 * L * len(src) * d * 4  # the cross-attention's keys and values of the source, float32
+    if ssru:  # a memory of d numbers a layer: the cache does not grow
+        assert sizes == [kv_src + L * d * 4] * len(sizes)
+    else:
+        assert sizes == [kv_src + 2 * L * (k + 1) * d * 4 for k in range(len(sizes))]

@@ -52,9 +52,10 @@ def _use_language_model() -> None:
     st.session_state[K_MODEL] = LANGUAGE_MODEL
 
 
-def needs_language_model(view: View) -> bool:
-    """True (and a notice, with a one-click switch) when the sidebar's model is not a decoder-only language model."""
-    if view.model.kind == "decoder":
+def needs_language_model(view: View, *, translators: bool = False) -> bool:
+    """True (and a notice, with a one-click switch) when the sidebar's model is not a decoder-only language model
+    (translators: nor an encoder-decoder, whose decoder writes too)."""
+    if view.model.kind == "decoder" or (translators and view.model.kind == "encoder-decoder"):
         return False
     st.info(t("cause.need_lm", view.lang, model=view.model_name), icon=":material/info:")
     if LANGUAGE_MODEL in available_models():
@@ -90,30 +91,39 @@ def step_picker(view: View, gen) -> int:
     return int(st.slider(t("cause.gen.step_slider", view.lang), 0, N - 1, 0, key="gen_step", **URL))
 
 
-def step_view(view: View, gen, k: int) -> None:
-    """The chosen step: the query's rows over the keys so far, and the keys and values it appended."""
-    lg, s = view.lang, gen.steps[k]
-    P = len(gen.prompt_ids)
-    tokens = gen.tokens
-    q = P + k - 1
-    st.markdown(t("cause.gen.step_line", lg, k=k, q=q, query=md_escape(tokens[q]), token=md_escape(s.choice.token),
-                  p=s.choice.prob, m=q + 1))
-    rows = cause.step_rows_padded(gen, k)  # (L, H, P + N), NaN past the keys it saw
+def row_pair(view: View, gen, k: int, rows: np.ndarray, keys: list[str], name: str) -> tuple[int, int]:
+    """Two heatmaps of a step's rows (L, H, keys): every head of the sidebar's layer, its head in every layer."""
+    lg = view.lang
     L, H = rows.shape[:2]
     layer, head = min(view.layer, L - 1), min(view.head, H - 1)
-    kv = [shared_kv(view.model, h) for h in range(H)]
+    kv = [shared_kv(view.model, h, "cross" if name == "cross" else "decoder_self") for h in range(H)]
     heads = [t("ex.head_n", lg, i=h) + ("" if kv[h] is None else f" · KV {kv[h]}") for h in range(H)]
     layers = [t("ex.layer_n", lg, i=i) for i in range(L)]
     c1, c2 = st.columns(2)
-    with c1:
-        title = t("cause.gen.rows_heads", lg, layer=layer, k=k)
-        chart(vc.step_rows(rows[layer], tokens, heads, title=title, lecture=view.lecture, lang=lg, highlight=head),
-              "gen_rows_heads", Export(np.nan_to_num(rows[layer]), heads, tokens, title, gen.prompt, "generation-rows"))
-    with c2:
-        title = t("cause.gen.rows_layers", lg, head=head, k=k)
-        chart(vc.step_rows(rows[:, head], tokens, layers, title=title, lecture=view.lecture, lang=lg,
-                           highlight=layer), "gen_rows_layers",
-              Export(np.nan_to_num(rows[:, head]), layers, tokens, title, gen.prompt, "generation-rows-by-layer"))
+    for col, mat, labels, title, hl, part in (
+            (c1, rows[layer], heads, t(f"cause.gen.{name}_heads", lg, layer=layer, k=k), head, "by-head"),
+            (c2, rows[:, head], layers, t(f"cause.gen.{name}_layers", lg, head=head, k=k), layer, "by-layer")):
+        with col:
+            chart(vc.step_rows(mat, keys, labels, title=title, lecture=view.lecture, lang=lg, highlight=hl),
+                  f"gen_{name}_{part}", Export(np.nan_to_num(mat), labels, keys, title, gen.prompt, f"{name}-{part}"))
+    return layer, head
+
+
+def step_view(view: View, gen, k: int) -> None:
+    """The chosen step: the query's rows over the keys so far (and, on an encoder-decoder, over the source), and the
+    keys and values it appended."""
+    lg, s = view.lang, gen.steps[k]
+    tokens = gen.tokens
+    q = len(gen.prompt_ids) + k - 1
+    line = "cause.gen.step_line_s2s" if gen.source_tokens else "cause.gen.step_line"
+    st.markdown(t(line, lg, k=k, q=q, query=md_escape(tokens[q]), token=md_escape(s.choice.token), p=s.choice.prob,
+                  m=q + 1))
+    if gen.source_tokens:
+        row_pair(view, gen, k, cause.cross_rows(gen, k), list(gen.source_tokens), "cross")
+    if not gen.has_self_rows:
+        st.caption(t("cause.gen.ssru", lg, d=view.model.config.d_model, bytes=s.cache_bytes))
+        return
+    layer, _ = row_pair(view, gen, k, cause.step_rows_padded(gen, k), tokens, "rows")  # NaN past the keys it saw
     if s.k_new is not None:
         fed = tokens[s.position - s.n_fed: s.position]
         labels = [t("cause.gen.kv_row", lg, g=g, token=tok) for g in range(s.k_new.shape[1]) for tok in fed]
@@ -129,6 +139,8 @@ def step_view(view: View, gen, k: int) -> None:
 
 def kv_groups(view: View, gen) -> None:
     lg = view.lang
+    if not gen.has_self_rows:
+        return
     if gen.n_kv_heads == gen.n_heads:
         st.caption(t("cause.gen.no_groups", lg, h=gen.n_heads))
         return
@@ -166,6 +178,9 @@ def costs(view: View, gen, k: int) -> None:
 
 def sinks(view: View, gen, k: int) -> None:
     lg = view.lang
+    if not gen.has_self_rows:
+        st.caption(t("cause.gen.no_sink", lg))
+        return
     by_layer = cause.sink_by_layer(gen)
     mass = gen.sink_mass()
     st.markdown(t("cause.gen.sink_line", lg, k=k, mass=float(mass[k]), mean=float(mass.mean()),
@@ -179,8 +194,10 @@ def section(view: View) -> None:
     """The Head lab's Generation tab."""
     lg = view.lang
     st.caption(t("cause.gen.intro", lg))
-    if needs_language_model(view):
+    if needs_language_model(view, translators=True):
         return
+    if view.model.kind == "encoder-decoder":
+        st.caption(t("cause.gen.s2s", lg, model=view.model_name))
     gen = run(view, *settings(view))
     if gen is None or not gen.steps:
         if gen is not None:
@@ -188,6 +205,8 @@ def section(view: View) -> None:
         return
     k = step_picker(view, gen)
     written(view, gen, k)
+    if gen.shortlist:
+        st.caption(t("cause.gen.shortlist", lg))
     names = {k: t(f"cause.gen.col.{k}", lg) for k in ("step", "position", "token", "prob", "drawn", "top")}
     table(rename_columns(cause.step_table(gen), lg, names), view.lecture, key="gen_table", height=240)
     step_view(view, gen, k)

@@ -95,7 +95,7 @@ class Step:
     choice: Choice  # the chosen token and its probability under the model (temperature 1)
     drawn_prob: float  # its probability in the distribution it was drawn from (1.0 greedy)
     top: tuple[Choice, ...]  # the most probable next tokens (temperature 1)
-    rows: np.ndarray  # (L, H, P + k): the query at position P + k - 1 over every key so far
+    rows: np.ndarray | None  # (L, H, P + k): the query at position P + k - 1 over every key so far (None: an SSRU)
     k_new: np.ndarray | None  # (L, G, n_fed, k) the keys this step appended (after RoPE), None without a cache
     v_new: np.ndarray | None  # (L, G, n_fed, k) the values
     n_fed: int  # positions fed this step (P at step 0, then 1)
@@ -104,11 +104,12 @@ class Step:
     macs_full: int  # ... of the same step without it (every position again)
     ms_cached: float  # measured time of this step's forward and choice
     ms_full: float | None  # measured time of one full forward over the sequence so far (time_uncached)
+    cross: np.ndarray | None = None  # (L, H, n_src) an encoder-decoder's cross-attention row over the source
 
     @property
-    def sink(self) -> np.ndarray:
-        """(L, H) this query's weight on the first token (the attention sink)."""
-        return self.rows[:, :, 0]
+    def sink(self) -> np.ndarray | None:
+        """(L, H) this query's weight on the first token (the attention sink); None without self-attention rows."""
+        return None if self.rows is None else self.rows[:, :, 0]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class Generation:
     steps: tuple[Step, ...]
     n_heads: int
     n_kv_heads: int
+    source_tokens: tuple[str, ...] = ()  # an encoder-decoder's source (the prompt is then its decoder's [<bos>])
+    shortlist: bool = False  # an encoder-decoder chose within its lexical shortlist
 
     @property
     def ids(self) -> list[int]:
@@ -147,8 +150,13 @@ class Generation:
         return out
 
     def sink_mass(self) -> np.ndarray:
-        """(N,) the mean over layers and heads of each step's weight on the first token."""
-        return np.array([float(s.sink.mean()) for s in self.steps], dtype=np.float32)
+        """(N,) the mean over layers and heads of each step's weight on the first token (NaN: no self-attention)."""
+        return np.array([np.nan if s.sink is None else float(s.sink.mean()) for s in self.steps], dtype=np.float32)
+
+    @property
+    def has_self_rows(self) -> bool:
+        """Whether the steps have self-attention rows (an SSRU decoder has a running memory instead)."""
+        return bool(self.steps) and self.steps[0].rows is not None
 
 
 def cache_bytes(cache: DecodeCache) -> int:
@@ -166,7 +174,7 @@ def step_macs(config, n_new: int, m: int, *, logits_rows: int = 1) -> int:
     return config.n_decoder_layers * (attn + ffn) + logits_rows * d * config.vocab_size
 
 
-def _top(loaded, logits: torch.Tensor, k: int) -> tuple[Choice, ...]:
+def top_choices(loaded, logits: torch.Tensor, k: int) -> tuple[Choice, ...]:
     p, i = torch.softmax(logits.float(), -1).topk(max(1, min(k, logits.shape[0])))
     return tuple(Choice(loaded.tokenizer.id_to_token(int(j)) or f"[{int(j)}]", int(j), float(q)) for q, j in zip(p, i))
 
@@ -201,7 +209,7 @@ def generate(loaded, text: str, max_new: int = 20, sampling: Sampling = Sampling
             k_new = ro(torch.stack([c["self"]["k"][0, :, -len(feed):] for c in cache.layers]))
             v_new = ro(torch.stack([c["self"]["v"][0, :, -len(feed):] for c in cache.layers]))
         ms_full = _time_full(module, [*ids, *(s.choice.id for s in steps)]) if time_uncached else None
-        top_k = _top(loaded, logits, top)
+        top_k = top_choices(loaded, logits, top)
         prob = float(torch.softmax(logits.float(), -1)[tok])
         steps.append(Step(position=m, choice=Choice(loaded.tokenizer.id_to_token(tok) or f"[{tok}]", tok, prob),
                           drawn_prob=drawn, top=top_k, rows=rows, k_new=k_new, v_new=v_new, n_fed=len(feed),

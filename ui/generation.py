@@ -74,7 +74,9 @@ def run(view: View, n, temperature, top_k, top_p, seed, timed):
 def written(view: View, gen, step: int | None) -> None:
     """The prompt and what the model wrote (detokenized, in bold), then each generated token as a code span, the
     chosen step's marked."""
-    said = view.model.tokenizer.decode([s.choice.id for s in gen.steps]).strip() or " ".join(gen.tokens)
+    ids = [s.choice.id for s in gen.steps]
+    said = (view.model.output_text(ids) if gen.source_tokens else view.model.tokenizer.decode(ids)).strip() \
+        or " ".join(gen.tokens)  # an encoder-decoder's output text drops its end token
     said = " ⏎ ".join(said.splitlines())  # a new line the model wrote, shown as one
     st.markdown(md_escape(gen.prompt) + " **" + md_escape(said) + "**")
     out = []
@@ -210,8 +212,9 @@ def section(view: View) -> None:
     names = {k: t(f"cause.gen.col.{k}", lg) for k in ("step", "position", "token", "prob", "drawn", "top")}
     table(rename_columns(cause.step_table(gen), lg, names), view.lecture, key="gen_table", height=240)
     step_view(view, gen, k)
-    st.subheader(t("cause.gen.groups_head", lg))
-    kv_groups(view, gen)
+    if gen.has_self_rows:
+        st.subheader(t("cause.gen.groups_head", lg))
+        kv_groups(view, gen)
     st.subheader(t("cause.gen.costs_head", lg))
     costs(view, gen, k)
     st.subheader(t("cause.gen.sink_head", lg))

@@ -32,7 +32,7 @@ from viz import tour as vt
 from viz.heatmap import heatmap
 from viz.model_notes import ModelFacts, step_notes, tour_formula
 from viz.positional import embedding_triptych
-from viz.since import since_formula, since_rows, since_summary, since_table
+from viz.since import since_formulas, since_rows, since_summary, since_table
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
 
 from . import quiz, runs
@@ -46,11 +46,13 @@ N_STEPS = len(STEPS)
 DECODER_STEPS = set(vt.DECODER_STEPS)
 URL_KEY = "step"  # ?step=6, counted from 1
 STEP, JUMP, URL_DONE, NOTICE = "_tour_step", "tour_jump", "_tour_url_done", "_tour_notice"
-# long formulas and step 15's table scroll sideways inside their own box on a phone instead of running off the
-# page's right edge (a constant: no user text)
+# on a phone (narrower than 640 px) a long formula breaks into lines at its top-level "=", "+" and arrows (KaTeX
+# splits every formula there; display mode only keeps it on one line with nowrap) and is drawn a little smaller
+# (KaTeX's display size is 1.21em); what still cannot break scrolls inside its own box (a constant: no user text)
 CSS = """<style>
 [data-testid="stMain"] .katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 0.3rem; }
-[data-testid="stMain"] [data-testid="stTable"] { overflow-x: auto; }
+@media (max-width: 640px) {
+  [data-testid="stMain"] .katex-display > .katex { font-size: 1em; white-space: normal; } }
 </style>"""
 
 
@@ -134,7 +136,8 @@ def render(view: View) -> None:
                            special=tr.source_special if tr else None)
         if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
             st.info(" ".join(notes), icon=":material/memory:")
-        st.latex(since_formula(facts) if key == "since" else tour_formula(key, facts, lg))
+        for formula in since_formulas(facts) if key == "since" else [tour_formula(key, facts, lg)]:
+            st.latex(formula)
         if key == "since":
             _since_step(facts, lg)
         elif tr is None:
@@ -294,12 +297,12 @@ def _rope(ctx: _Ctx) -> None:
     before, after = steps["K_proj"], steps["K"]
     half, n = before.shape[1] // 2, min(len(cols), ROPE_TOKENS)
     fig = vt.rope_pair_figure(before[:n], after[:n], list(cols[:n]), pair=0, lecture=view.lecture,
-                              title=t("tour.rope.pair_fig", lg, a=0, b=half, n=n),
+                              title=t("tour.rope.pair_fig", lg, a=0, b=half),
                               names=(t("tour.rope.before", lg), t("tour.rope.after", lg)),
                               axes=(t("tour.rope.dim", lg, j=0), t("tour.rope.dim", lg, j=half)))
     st.plotly_chart(fig, key="tour_rope_pair")
     theta = float(steps["rope_theta"])
-    st.caption(t("tour.rope.pair_caption", lg, half=half, slow=theta ** (-(half - 1) / half)))
+    st.caption(t("tour.rope.pair_caption", lg, n=n, half=half, slow=theta ** (-(half - 1) / half)))
 
 
 ROPE_TOKENS = 12  # tokens drawn in the pair figure (more would hide each other's labels)
@@ -365,4 +368,34 @@ def _since_step(facts: ModelFacts, lg: str) -> None:
     table = pd.DataFrame(since_table(rows, facts, lg))
     table = table.set_index(table.columns[0])  # the choice names head the rows
     paper = table.columns[0]
-    st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
+    st.html(card_css(list(table.columns)))  # on a phone: one card per choice, each cell under its column's name
+    with st.container(key=SINCE_KEY):
+        st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
+
+
+SINCE_KEY = "tour_since"  # the table's container (its CSS class: st-key-tour_since)
+
+
+def css_string(text: str) -> str:
+    """`text` as a CSS string literal: every character but letters, digits and spaces as a hex escape (a model's
+    name from a local folder may hold quotes or backslashes)."""
+    return '"' + "".join(c if c.isalnum() or c == " " else f"\\{ord(c):x} " for c in text) + '"'
+
+
+def card_css(columns: list[str]) -> str:
+    """Step 15's table on a screen narrower than 640 px (a phone): its rows as cards, each cell on its own line
+    after its column's name (the paper, this model, why it changed), instead of four columns cut at the right."""
+    k = f".st-key-{SINCE_KEY}"
+    labels = "\n".join(f"  {k} td.col{i}::before {{ content: {css_string(name)} \": \"; font-weight: 600; }}"
+                       for i, name in enumerate(columns))
+    return f"""<style>
+@media (max-width: 640px) {{
+  {k} table, {k} tbody, {k} tr, {k} th, {k} td {{ display: block; width: 100% !important; white-space: normal !important;
+    box-sizing: border-box; }}
+  {k} thead {{ display: none; }}
+  {k} tr {{ border-bottom: 2px solid rgba(49, 51, 63, 0.2); padding: 0.3rem 0; }}
+  {k} th.row_heading {{ font-weight: 700; border: none; }}
+  {k} td {{ border: none; }}
+{labels}
+}}
+</style>"""

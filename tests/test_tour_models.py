@@ -146,6 +146,10 @@ def test_every_step_says_what_the_config_says(folders, model, lang):
         assert (r"\sin" in pos.latex) == (cfg.positional == "sinusoidal")
         assert ("P[pos]" in pos.latex) == (cfg.positional == "learned")
 
+    # ---- the words inside formulas speak the interface language (step 1's "text", step 3's "depends only on")
+    assert (r"\text{text}" in screens["tokens"].latex) == (lang == "en")
+    assert (r"\text{텍스트}" in screens["tokens"].latex) == (lang == "ko")
+
     # ---- the decoder steps: whose decoder, said above each
     _check_decoder_steps(model, lang, cfg, screens)
 

@@ -59,8 +59,9 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     """Every stage of one head, as numpy arrays keyed by name (read-only):
     X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
     scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
-    W_O (d, d), output (n, d) = Z_all W_O + b_O; a model with rotary positions adds Q_proj (n, k) = X W_Q and
-    K_proj (m, k), the projections before RoPE turns them into Q and K."""
+    W_O (d, d), output (n, d) = Z_all W_O + b_O; bias_QKV and bias_O (0-d bool): whether the model has the biases
+    b_Q, b_K, b_V and b_O (where it has none, b_* are zeros and a formula leaves "+ b" out); a model with rotary
+    positions adds Q_proj (n, k) = X W_Q and K_proj (m, k), the projections before RoPE turns them into Q and K."""
     n_heads = loaded.n_heads(block)
     if not 0 <= head < n_heads:
         raise ValueError(f"head {head} out of range 0..{n_heads - 1}")
@@ -84,6 +85,8 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
         "masked": st.masked[0, head] if st.masked is not st.scaled else None, "weights": st.weights[0, head],
         "Z": r["heads"][0, head],
         "Z_all": r["z"][0], "W_O": mha.projection_matrices()["W_O"], "output": att.output[0],
+        # which biases the model has: read from its own projections, never from its name
+        "bias_QKV": torch.tensor(mha.in_proj.bias is not None), "bias_O": torch.tensor(mha.out_proj.bias is not None),
     }
     if kind == "cross":
         out["memory"] = rec["layer"]["memory"][0]
@@ -102,7 +105,8 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
     normalised result, gamma and beta of every norm, the Feed
     Forward hidden layer before and after its activation, and the layer output. Keys follow model/layers.py ("x",
     "attn_out", "norm1_in", "norm1", "ffn_pre", "ffn_act", "out", ...), plus "gamma_<norm>", "beta_<norm>",
-    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2"; a gated FFN
+    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2" (zeros where
+    the model has none: "bias_1", "bias_2", 0-d bool, say whether it has them); a gated FFN
     (SwiGLU) adds "W_gate", "ffn_gate" = x W_gate, and "ffn_hidden" = act(ffn_gate) * ffn_pre ("ffn_act" is then
     act(ffn_gate))."""
     rec = layer_record(loaded, trace, block, layer)["layer"]
@@ -126,5 +130,6 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
         out["W_gate"] = ffn.gate.weight.T
     out.update({"W_1": ffn.linear1.weight.T, "b_1": ffn.linear1.bias if ffn.linear1.bias is not None else zeros,
                 "W_2": ffn.linear2.weight.T,
-                "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0])})
+                "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0]),
+                "bias_1": torch.tensor(ffn.linear1.bias is not None), "bias_2": torch.tensor(ffn.linear2.bias is not None)})
     return freeze({k: to_numpy(v) for k, v in out.items()})

@@ -13,6 +13,7 @@ from viz import alignment as va
 from viz import seq2seq as vs
 from viz.theme import column_width
 
+from .readable import translator_notice  # noqa: F401 - the page calls it as s2s.translator_notice
 from .view import View, md_escape, model_label
 from .widgets import Export, chart
 
@@ -187,11 +188,3 @@ def alignment(view: View, run: DecodingRun, layer: int, head: int | str) -> None
                                            t("s2s.fig.alignment", lg, where=where), view.text,
                                            f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1)))
     st.caption(caption)
-
-
-def translator_notice(model, unknown: list[str], lang: str) -> None:
-    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
-    read the text."""
-    examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
-    st.warning(t("s2s.translator_unreadable", lang, model=model_label(model.name, lang), n=len(unknown),
-                 examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")

@@ -152,7 +152,14 @@ _PE = r"x_{pos} = e_{pos} + PE_{pos}"
 
 def since_formula(facts: ModelFacts) -> str:
     """The paper's formula beside this model's for the first choices that differ among the norm and the positions
-    (2017 → this model); the paper's two where the model makes the same choices."""
+    (2017 → this model); the paper's two where the model makes the same choices. One formula, its lines gathered."""
+    parts = since_formulas(facts)
+    return parts[0] if len(parts) == 1 else r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"
+
+
+def since_formulas(facts: ModelFacts) -> list[str]:
+    """since_formula's lines, each its own formula (a page may draw them one by one, so that a narrow screen can
+    break each line at its arrows and equals signs)."""
     f, parts = facts, []
     if f.norm != "layernorm" or f.norm_placement != "post":
         norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LN}"
@@ -169,6 +176,4 @@ def since_formula(facts: ModelFacts) -> str:
         else:
             now = r"x_{pos} = e_{pos}"
         parts.append(rf"\underbrace{{{_PE}}}_{{2017}} \;\longrightarrow\; {now}")
-    if not parts:
-        return rf"\underbrace{{{_LN},\quad {_PE}}}_{{2017}}"
-    return r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"
+    return parts or [rf"\underbrace{{{_LN},\quad {_PE}}}_{{2017}}"]

@@ -122,19 +122,23 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
                          t("steps.cap.W", lang, d=d, k=k, h=n_heads), group="W",
                          xlabel="head dimension", ylabel="model dimension"))
     rotary = "Q_proj" in steps  # rotary positions (llama family): Q and K are the projections turned by RoPE
+    qkv_bias = bool(steps["bias_QKV"])  # the model's own: "+ b" only where it has the bias (SmolLM2 has none)
+    b = (lambda name: rf" + b^{{{name}}}{h}") if qkv_bias else (lambda name: "")  # noqa: E731
     if rotary:
         for name, toks in (("Q", row_tokens), ("K", col_tokens)):
             a = steps[f"{name}_proj"]
             out.append(Stage(f"{name}_proj", "", a, toks, dims_k, shape(f"X W_{name}", a),
-                             rf"X\,W^{{{name}}}{h} + b^{{{name}}}{h}", t("steps.cap.rope_proj", lang),
+                             rf"X\,W^{{{name}}}{h}{b(name)}", t("steps.cap.rope_proj", lang),
                              group="rope", xlabel="head dimension", ylabel="token"))
     for name, toks, inp in (("Q", row_tokens, "X"), ("K", col_tokens, src), ("V", col_tokens, src)):
         turned = rotary and name != "V"
         title = t("steps.rope_title", lang, name=name) if turned else f"{name} = {inp} W_{name}"
-        latex = (rf"{name}{h}[i] = R_{{\Theta,\,i}}\,(X\,W^{{{name}}}{h} + b^{{{name}}}{h})[i]" if turned
-                 else rf"{name}{h} = {inp}\,W^{{{name}}}{h} + b^{{{name}}}{h}")
+        latex = (rf"{name}{h}[i] = R_{{\Theta,\,i}}\,(X\,W^{{{name}}}{h}{b(name)})[i]" if turned
+                 else rf"{name}{h} = {inp}\,W^{{{name}}}{h}{b(name)}")
         caption = (t("steps.cap.rope", lang, half=k // 2, k=k, theta=float(steps["rope_theta"]))
-                   if turned and "rope_theta" in steps else t("steps.cap.QKV", lang, n=steps[name].shape[0], k=k))
+                   if turned and "rope_theta" in steps else
+                   t("steps.cap.QKV" if qkv_bias else "steps.cap.QKV_no_bias", lang, n=steps[name].shape[0], k=k,
+                     name=name))
         out.append(Stage(name, title, steps[name], toks, dims_k, shape(name, steps[name]), latex, caption,
                          group="QKV", xlabel="head dimension", ylabel="token"))
     mask = steps["mask"].astype(bool)
@@ -171,8 +175,10 @@ def _build_stages(steps: dict[str, np.ndarray], row_tokens: list[str], col_token
               r"W^{O} \in \mathbb{R}^{h d_v \times d_{model}}", t("steps.cap.W_O", lang, hk=n_heads * k, d=d),
               group="O", xlabel="model dimension", ylabel="concat dimension"),
         Stage("output", "", steps["output"], row_tokens, dims_d, shape("output", steps["output"]),
-              r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O} + b^{O}",
-              t("steps.cap.output", lang), xlabel="dimension", ylabel="token"),
+              r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}"
+              + (r" + b^{O}" if bool(steps["bias_O"]) else ""),
+              t("steps.cap.output" if bool(steps["bias_O"]) else "steps.cap.output_no_bias", lang),
+              xlabel="dimension", ylabel="token"),
     ]
     return out
 

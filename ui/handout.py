@@ -19,6 +19,7 @@ The PDF itself is viz/handout.py. Nothing here draws with Streamlit but `handout
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,7 +107,16 @@ def _stages(c: _Slide, block: str, keys: tuple[str, ...]) -> list[Panel]:
     rows, cols = trace.axis_tokens(block)
     by_key = {st.key: st for st in build_stages(steps, list(rows), list(cols), head=head, n_heads=m.n_heads(block),
                                                 block=block, lang=c.lang)}
-    return [_stage_panel(by_key[k]) for k in keys if k in by_key and not by_key[k].trivial]
+    blocked = ~np.asarray(steps["mask"], dtype=bool)
+    out = []
+    for k in keys:
+        if k not in by_key or by_key[k].trivial:
+            continue
+        stage = by_key[k]
+        if k == "weights" and blocked.any():  # blocked weights are exactly 0: grey, as the masked scores
+            stage = dataclasses.replace(stage, masked=blocked)
+        out.append(_stage_panel(stage))
+    return out
 
 
 def _matrix(title: str, m, rows, lang: str, **kw) -> Panel:
@@ -170,10 +180,10 @@ def _vocab(c: _Slide, out: dict) -> list[Panel]:
                   xlabel=t("tour.axis.probability", c.lang))]
 
 
-def _decoder(c: _Slide) -> str:
-    """The encoder-decoder a decoder view runs: the slide's model when it has a decoder and cross-attention (a
-    translator, a local BART / Marian folder), else seq2seq-tiny."""
-    return c.model if get_spec(c.model).kind == "encoder-decoder" else DECODER_MODEL
+def _decoder(c: _Slide, key: str = "cross") -> str:
+    """The model whose decoder a decoder view (`key`: decoder_self, cross, output) shows, as the tour chooses it
+    (viz.tour.decoder_source: by the slide model's kind): its own, or seq2seq-tiny."""
+    return c.model if vt.decoder_source(key, get_spec(c.model).kind) == "own" else DECODER_MODEL
 
 
 def _decoding(c: _Slide, name: str, *, self_attn: bool, cross: bool) -> list[Panel]:
@@ -211,6 +221,15 @@ def _decoding(c: _Slide, name: str, *, self_attn: bool, cross: bool) -> list[Pan
 
 
 def _output(c: _Slide, name: str) -> list[Panel]:
+    """The output probabilities: an encoder-decoder's first greedy step, or a decoder-only model's next token after
+    the text (its trace's top 5, each token as the text it adds), as the tour's step 14 shows them."""
+    if get_spec(name).kind == "decoder":
+        meta = runs.get_trace(name, c.device, c.text).meta
+        tok = c.loaded(name).tokenizer
+        tokens = [vt.shown_token(tok.decode([i], skip_special_tokens=False)) if (i := tok.token_to_id(x)) is not None
+                  else x for x in meta.get("next_tokens", [])]
+        return [Panel(t("tour.dec.fig.next", c.lang, model=name, k=len(tokens)), cols=tuple(tokens),
+                      bars=[float(p) for p in meta.get("next_probs", [])], xlabel=t("tour.axis.probability", c.lang))]
     task = TASKS[0] if name == DECODER_MODEL else None
     run = runs.decoding_run(c.device, c.text, task, False, name=name)
     s_ = run.steps[0]
@@ -227,10 +246,13 @@ def _tour(c: _Slide) -> list[Panel]:
         table = since_table(since_rows(facts, lg), facts, lg)
         head = list(table)
         return [Panel(table=[head, *zip(*(table[h] for h in head))])]
+    stages = vt.step_stages(key, positional=m.config.positional, kind=m.config.kind)
+    if key in vt.DECODER_STEPS and _decoder(c, key) == c.model and stages:  # a decoder-only model's own step 12
+        return _stages(c, m.main_block, stages)
     if key in ("decoder_self", "cross"):
-        return _decoding(c, _decoder(c), self_attn=key == "decoder_self", cross=key == "cross")
+        return _decoding(c, _decoder(c, key), self_attn=key == "decoder_self", cross=key == "cross")
     if key == "output":
-        return _output(c, _decoder(c))
+        return _output(c, _decoder(c, key))
     block = m.main_block
     trace = runs.get_trace(c.model, c.device, c.text)
     if key == "tokens":
@@ -239,13 +261,13 @@ def _tour(c: _Slide) -> list[Panel]:
                 enumerate(zip(trace.source_tokens, trace.source_ids, trace.source_special))]
         return [Panel(t("tour.tokens.title", lg), table=[head, *rows])]
     if key in ("embedding", "positional"):
-        if key == "positional" and m.config.positional == "rotary":
-            return _stages(c, block, ("Q_proj", "Q", "K_proj", "K"))
+        if stages:  # a rotary model's step 3: q and k before and after RoPE
+            return _stages(c, block, stages)
         tokens, parts = runs.embedding_parts(c.model, c.device, c.text)
         names = ("token",) if key == "embedding" else tuple(k for k in ("token", "position", "sum") if k in parts)
         return [_matrix(t(f"tour.positional.part.{k}", lg), parts[k], tokens, lg) for k in names]
-    if key in vt.STEP_STAGES:
-        return _stages(c, block, vt.STEP_STAGES[key])
+    if stages:
+        return _stages(c, block, stages)
     return _sublayer(c, block, key)
 
 

@@ -2,7 +2,13 @@
 student link `/?room=CODE` (never the key), live questions from the quizzes with the projector view (students,
 answers, the spread, then the reveal), the moderation of students' sentences, the class's head ranking, the export,
 and "End class". Student text is drawn as plain text (st.text, escaped markdown), and on the projector only once
-approved."""
+approved.
+
+The room carries the model and language of the lecturer's sidebar when it opened (issue 34): students' sentences are
+tokenized on it and the class's heads ranked on it. When the lecturer picks another model in the sidebar mid-class,
+the room's model still counts: the page says so, questions on the sidebar's sentence wait, and one click moves the
+class to the sidebar's model (students' phones follow; sentences sent before keep their model, and the Heads tab
+ranks each model's sentences apart)."""
 
 from __future__ import annotations
 
@@ -48,11 +54,12 @@ def render(view: View) -> None:
         return
     code = cr.lecturer_room()
     if code is None:
-        open_room(lg)
+        open_room(view)
         return
     st.html(_CSS)
     head, end = st.columns([4, 1], vertical_alignment="center")
     head.markdown(t("class.room_line", lg, code=f"`{code}`"))
+    room_model_line(view, code)
     with end.popover(t("class.end", lg), icon=":material/stop_circle:"):
         st.caption(t("class.end_help", lg))
         st.button(t("class.end_confirm", lg), key="class_end", type="primary", on_click=end_class, args=(code,))
@@ -77,10 +84,12 @@ def key_form(lg: str) -> None:
         st.error(t(f"class.key_{verdict}", lg), icon=":material/lock:")
 
 
-def open_room(lg: str) -> None:
+def open_room(view: View) -> None:
+    """Open a room on the sidebar's model and language (or continue one)."""
+    lg = view.lang
     st.markdown(t("class.open_help", lg))
     if st.button(t("class.open", lg), type="primary", key="class_open", icon=":material/meeting_room:"):
-        st.session_state[cr.LECTURER_ROOM] = cr.store().open_room().code
+        st.session_state[cr.LECTURER_ROOM] = cr.store().open_room(view.model_name, lg).code
         st.rerun()
     with st.expander(t("class.resume", lg)):
         code = st.text_input(t("class.resume_code", lg), key=K_RESUME, max_chars=64)
@@ -90,6 +99,29 @@ def open_room(lg: str) -> None:
                 st.session_state[cr.LECTURER_ROOM] = code
                 st.rerun()
             st.error(t("class.no_room", lg), icon=":material/search_off:")
+
+
+def room_model_line(view: View, code: str) -> None:
+    """The class's model; when the sidebar shows another, that the class stays on its own, and the move."""
+    lg = view.lang
+    model = cr.room_model(cr.live_room(code))
+    if model == view.model_name:
+        st.caption(t("class.on_model", lg, model=model))
+        return
+    st.info(t("class.model_differs", lg, room=model, sidebar=view.model_name) if model else
+            t("class.model_unset", lg), icon=":material/swap_horiz:")
+    st.button(t("class.move", lg, model=view.model_name), key="class_move", on_click=move_class,
+              args=(code, view.model_name), icon=":material/swap_horiz:")
+
+
+def move_class(code: str, model: str) -> None:
+    cr.store().set_room_model(code, model)
+
+
+def asks_sidebar_model(kind: str, view: View, code: str) -> bool:
+    """Whether a question of `kind` would be asked on the sidebar's model while the class runs on another."""
+    model = cr.room_model(cr.live_room(code))
+    return kind != "next_token" and model is not None and model != view.model_name
 
 
 def end_class(code: str) -> None:
@@ -128,7 +160,7 @@ def question_tab(view: View, code: str) -> None:
     step = st.number_input(t("class.step", lg), 1, 64, 3, key=K_STEP, width=200) if kind == "next_token" else 1
     st.caption(t(f"class.kind_help.{kind}", lg, where=head_name(view.layer, view.head, lg), layer=view.layer))
     if st.button(t("class.start", lg), type="primary", key="class_start", icon=":material/play_arrow:",
-                 disabled=not view.text.strip()):
+                 disabled=not view.text.strip() or asks_sidebar_model(kind, view, code)):
         cr.store().start_question(code, kind, cr.make_payload(kind, view, int(step)))
     projector(code, lg, view.lecture)
 
@@ -214,12 +246,14 @@ def moderation(code: str, lg: str) -> None:
 
 # ---- the head ranking ---------------------------------------------------------------------------------------------
 def ranking_for(code: str, device: str, model: str | None = None):
-    """(model, its approved sentences, the ranking) for the approved sentences of `model` (default: the model most
-    of them were sent with), or (None, [], None) with none approved."""
+    """(model, its approved sentences, the ranking) for the approved sentences of `model` (default: the class's
+    model, else the model most of them were sent with), or (None, [], None) with none approved."""
     approved = cr.store().sentences(code, "approved")
     if not approved:
         return None, [], None
     models = collections.Counter(s.model for s in approved)
+    if model not in models:
+        model = cr.room_model(cr.live_room(code))
     model = model if model in models else models.most_common(1)[0][0]
     mine = [s for s in approved if s.model == model]
     return model, mine, runs.class_ranking(model, device, tuple((s.text, s.query, s.referent) for s in mine))
@@ -232,7 +266,9 @@ def heads_tab(view: View, code: str) -> None:
         st.info(t("class.no_sentences", lg), icon=":material/edit_note:")
         return
     models = sorted({s.model for s in approved})
-    chosen = st.selectbox(t("class.model", lg), models, key=K_MODEL) if len(models) > 1 else models[0]
+    room = cr.room_model(cr.live_room(code))
+    chosen = st.selectbox(t("class.model", lg), models, key=K_MODEL, index=models.index(room) if room in models
+                          else 0) if len(models) > 1 else models[0]
     model, mine, ranking = ranking_for(code, view.device, chosen)
     st.plotly_chart(vc.ranking_grid(ranking, lecture=view.lecture, lang=lg), key="class_ranking")
     if ranking.skipped:

@@ -15,6 +15,7 @@ from apptest_support import charts as _charts
 from streamlit.testing.v1 import AppTest
 
 from classroom.store import open_store
+from model import load_model
 from ui import class_lecturer as cl
 from ui import class_room as cr
 from ui.pages import page_file
@@ -264,6 +265,9 @@ def test_korean():
     assert_ok(s)
     assert any("수업" in m.value and "참여 중" in m.value for m in s.markdown)
     assert any("어텐션" in m.value for m in s.markdown)  # the question, in Korean
+    assert s.text_input(key="class_send_text").placeholder == "영희는 그녀가 피곤하다고 말했다"  # not English
+    s = _app(room=code)  # the room's language, with a link that names none
+    assert s.session_state["lang"] == "ko" and any("참여 중" in m.value for m in s.markdown)
 
 
 def test_a_wrong_room_link_says_so():
@@ -325,7 +329,8 @@ def _z(chart) -> np.ndarray:
 
 
 def _pill_labels(at: AppTest, key: str) -> list[str]:
-    return list(at.pills(key=key).options)
+    """A pills widget's labels as shown (markdown escapes removed)."""
+    return [str(x).replace("\\", "") for x in at.pills(key=key).options]
 
 
 def test_a_korean_class_on_e5_students_read_and_rank_on_the_room_model():
@@ -334,7 +339,6 @@ def test_a_korean_class_on_e5_students_read_and_rank_on_the_room_model():
     영희;
     the class's ranking is a grid of e5's 12 layers x 12 heads, equal to analysis.class_heads on e5's traces."""
     from analysis.class_heads import ClassSentence, rank_heads
-    from model import load_model
 
     lec, code = _lecturer(lang="ko", model=E5)
     room = _store().room(code)
@@ -349,8 +353,8 @@ def test_a_korean_class_on_e5_students_read_and_rank_on_the_room_model():
     toks = e5.trace(KO_SENTENCE).source_tokens
     assert toks[1:4] == ["▁영", "희", "는"] and "▁그녀" in toks
     labels = _pill_labels(s, "class_send_query")
-    assert "▁그녀" in labels and "▁영" in labels and "희" in labels  # Hangul subwords, the model's own
-    assert not any("\u1100" <= ch <= "\u11ff" for lab in labels for ch in lab)  # no jamo
+    assert labels == [f"{i}: {tok}" for i, tok in enumerate(toks)][1:-1]  # Hangul subwords, the model's own
+    assert {"▁그녀", "▁영", "희"} <= set(toks) and not any("\u1100" <= ch <= "\u11ff" for ch in "".join(labels))
     assert not [w for w in s.warning if E5 in w.value]  # e5 reads it: no notice
     query, referent = toks.index("▁그녀"), toks.index("▁영")
     s.pills(key="class_send_query").set_value(query).run()
@@ -381,13 +385,12 @@ def test_a_korean_sentence_on_a_room_model_that_cannot_read_it_gets_the_notice_a
     assert notice and "minilm-l6" in notice[0]
     s.button(key="class_send_switch").click().run()
     assert_ok(s)
-    labels = _pill_labels(s, "class_send_query")
-    assert "▁그녀" in labels and "▁영" in labels
-    toks = s.pills(key="class_send_query").options
-    s.pills(key="class_send_query").set_value(1 + toks.index("▁그녀")).run()
-    s.pills(key="class_send_ref").set_value(1 + toks.index("▁영")).run()
+    toks = load_model(E5, "cpu").trace(KO_SENTENCE).source_tokens
+    assert _pill_labels(s, "class_send_query") == [f"{i}: {tok}" for i, tok in enumerate(toks)][1:-1]
+    s.pills(key="class_send_query").set_value(toks.index("▁그녀")).run()
+    s.pills(key="class_send_ref").set_value(toks.index("▁영")).run()
     s.button(key="class_send_go").click().run()
-    assert [x.model for x in _store().sentences(code)] == [E5]
+    assert [(x.model, x.tokens) for x in _store().sentences(code)] == [(E5, toks)]
 
 
 def test_the_room_model_counts_when_the_lecturer_changes_the_sidebar_model():
@@ -412,3 +415,20 @@ def test_the_room_model_counts_when_the_lecturer_changes_the_sidebar_model():
     assert s.session_state["model"] == "minilm-l6"
     s.text_input(key="class_send_text").input(TEXT).run()
     assert any(E5 in c.value for c in s.caption)  # the class's model reads the sentence
+
+
+def test_a_repeated_token_is_chosen_as_itself(minilm):
+    """Streamlit's pills tell options apart by their labels: the first "the" of a sentence, labelled like the second,
+    was stored as the second (a browser click on one chose the other). Each token's pill is its own."""
+    _, code = _lecturer()
+    s = _app(room=code)
+    text = "The dog saw the cat because it was hungry"
+    toks = minilm.trace(text).source_tokens
+    first, second = [i for i, tok in enumerate(toks) if tok == "the"]
+    s.text_input(key="class_send_text").input(text).run()
+    s.pills(key="class_send_query").set_value(toks.index("it")).run()
+    s.pills(key="class_send_ref").set_value(first).run()
+    assert s.pills(key="class_send_ref").value == first
+    s.button(key="class_send_go").click().run()
+    assert [(x.query, x.referent) for x in _store().sentences(code)] == [(toks.index("it"), first)]
+    assert second != first

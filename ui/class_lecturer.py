@@ -37,10 +37,39 @@ MODERATION_REFRESH_S = 3.0  # the sentences tab's
 _CSS = """<style>
 .class-link {font-size: clamp(1.4rem, 4vw, 2.6rem); font-weight: 600; overflow-wrap: anywhere}
 .class-code {font-size: clamp(2rem, 6vw, 4rem); font-weight: 700; letter-spacing: 0.08em}
-.st-key-class_qr img {image-rendering: pixelated; max-height: 70vh; max-width: 100%; object-fit: contain}
+.st-key-class_qr img {image-rendering: pixelated; max-height: min(70vh, calc(100vh - 25rem)); max-width: 100%;
+  object-fit: contain}
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * {
   font-size: 3.6rem !important; line-height: 1.1 !important; font-weight: 700}
+.st-key-class_moderation [data-testid="stText"] {font-size: 1rem; white-space: pre-wrap}
 </style>"""  # constant CSS; no user text
+# lecture mode: the moderation list as big as the page's text (ui/state.py LECTURE_CSS: 1.3rem)
+_LECTURE_CSS = """<style>
+[data-testid="stMain"] .st-key-class_moderation [data-testid="stText"] {font-size: 1.3rem !important}
+</style>"""
+# The room's QR code fits whole in the window, as the share dialog's does (issue 34: at 1600 x 1000 in lecture mode
+# it ran off the bottom): its height is what the window leaves below its top, measured in the browser whenever the
+# page changes or the window is resized (the CSS above is the fallback without JavaScript). Constant; no user text.
+_FIT_QR = """<script>
+(function () {
+  if (window.__hlFitQr) { window.__hlFitQr(); return; }
+  var MARGIN = 16, SMALLEST = 240, queued = false;
+  function fit() {
+    queued = false;
+    var img = document.querySelector('.st-key-class_qr img');
+    if (!img) { return; }
+    var top = img.getBoundingClientRect().top, el = img.parentElement;
+    for (; el && el !== document.body; el = el.parentElement) { top += el.scrollTop; }
+    var room = Math.max(SMALLEST, Math.floor(window.innerHeight - top - MARGIN));
+    if (img.style.maxHeight !== room + 'px') { img.style.maxHeight = room + 'px'; }
+  }
+  function soon() { if (!queued) { queued = true; window.requestAnimationFrame(fit); } }
+  window.__hlFitQr = soon;
+  window.addEventListener('resize', soon);
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  soon();
+})();
+</script>"""
 
 
 def render(view: View) -> None:
@@ -57,6 +86,8 @@ def render(view: View) -> None:
         open_room(view)
         return
     st.html(_CSS)
+    if view.lecture:
+        st.html(_LECTURE_CSS)
     head, end = st.columns([4, 1], vertical_alignment="center")
     head.markdown(t("class.room_line", lg, code=f"`{code}`"))
     room_model_line(view, code)
@@ -138,18 +169,20 @@ def room_tab(view: View, code: str) -> None:
     lg = view.lang
     base = share.current_base()
     link = student_link(code)
-    if not base.reachable:
-        st.warning(t("share.localhost", lg, url=f"`{base.url}`"))
-    left, right = st.columns([3, 2], vertical_alignment="center")
+    left, right = st.columns([3, 2], vertical_alignment="top")  # the code's top right under the tabs, where _FIT_QR
+    # measures it (centred beside a taller column, it moved down as it shrank)
     with left.container(key="class_qr"):
         scale = max(share.SCALE, -(-share.QR_PX // share.make_qr(link).symbol_size(scale=1)[0]))
         st.image(share.qr_png(link, scale=scale), width=share.QR_PX, output_format="PNG")
+        st.html(_FIT_QR, unsafe_allow_javascript=True)
     with right:
         st.markdown(t("class.join", lg))
         st.html(f'<div class="class-code">{html.escape(code)}</div>')
         host, _, path = link.split("://", 1)[-1].partition("/")
         st.html(f'<div class="class-link">{html.escape(host)}<wbr>/{html.escape(path)}</div>')
         st.code(link, language=None, wrap_lines=True)
+        if not base.reachable:  # beside the code, not above it: the code starts right under the tabs
+            st.warning(t("share.localhost", lg, url=f"`{base.url}`"))
 
 
 # ---- questions and the projector -----------------------------------------------------------------------------------
@@ -227,6 +260,12 @@ def moderation(code: str, lg: str) -> None:
     approved = store.sentences(code, "approved")
     st.markdown(t("class.moderation", lg, pending=len(pending), approved=len(approved),
                   hidden=len(store.sentences(code, "hidden"))))
+    with st.container(key="class_moderation"):  # its text sized by _CSS / _LECTURE_CSS
+        moderation_list(code, lg, pending, approved)
+
+
+def moderation_list(code: str, lg: str, pending: list, approved: list) -> None:
+    store = cr.store()
     if pending:
         st.button(t("class.approve_all", lg), key="class_approve_all", on_click=store.moderate_all,
                   args=(code, "approved"), kwargs={"only": "pending"}, icon=":material/done_all:")

@@ -24,6 +24,12 @@ MAX_SENT = 20  # sentences one session may send to a room
 K_TEXT, K_QUERY, K_REF = "class_send_text", "class_send_query", "class_send_ref"
 SENT = "_hl_class_sent"  # sentences this session sent
 SENT_OK = "_hl_class_sent_ok"  # the last send's message, shown once
+# the sentence box: the character counter ("22/200", and "Press Enter to apply" while typing) that Streamlit draws over
+# the box's right end goes under the box, in room kept for it whether or not it shows (issue 34: on a 390 px phone the
+# text ran under it; a counter that took room only while typing moved the pills under a finger). Constant.
+_CSS = """<style>
+.st-key-class_send_text [data-testid="stTextInput"] {padding-bottom: 1.5rem}
+</style>"""
 SWITCHED = "_hl_class_send_e5"  # the room model on which this student switched the form to multilingual-e5-small
 
 
@@ -38,6 +44,7 @@ def top(view: View) -> None:
         st.warning(t("class.gone", lg), icon=":material/meeting_room:")
         return
     base = cr.room_model(cr.live_room(code)) or view.model_name  # the class's model (a room without one: the sidebar's)
+    st.html(_CSS)
     with st.container(border=True, key="class_banner"):
         st.markdown(t("class.banner", lg, code=f"`{code}`"))
         live_question(code, lg, view.text, view.device)
@@ -176,7 +183,9 @@ def sentence_form(code: str, base: str, device: str, lg: str) -> None:
     special = tr.axis_special(block)[1]
     choices = [i for i in range(len(tokens)) if not special[i]]
     st.caption(t("class.send.model", lg, model=model))
-    fmt = dict(format_func=lambda i: md_escape(tokens[i]), width="stretch")
+    # "8: the" as in the question's options: Streamlit's pills tell options apart by their labels, and a sentence's
+    # second "the" (or "는") labelled like its first made a click on one choose the other
+    fmt = dict(format_func=lambda i: md_escape(f"{i}: {tokens[i]}"), width="stretch")
     q = st.pills(t("class.send.query", lg), choices, key=K_QUERY, **fmt)
     r = st.pills(t("class.send.referent", lg), choices, key=K_REF, **fmt)
     full = ss.get(SENT, 0) >= MAX_SENT

@@ -546,6 +546,16 @@ class ClassStore:
         c = normalize_code(code)
         return None if c is None else self._read(lambda ex: self._live(ex, c, self.clock()))
 
+    def live_models(self, limit: int = 2) -> list[str]:
+        """The models of the live rooms, newest room first, each once, at most `limit` (serve/preload.py loads them
+        in every app process before the students come)."""
+        def fn(ex):
+            rows = ex("SELECT model FROM rooms WHERE expires > ? AND model <> '' ORDER BY created DESC LIMIT 200",
+                      (self.clock(),)).fetchall()
+            return list(dict.fromkeys(r[0] for r in rows))[:limit]
+
+        return self._read(fn)
+
     def end_room(self, code: str) -> None:
         """Delete every row of the room (idempotent)."""
         c = normalize_code(code)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -276,3 +277,56 @@ def test_over_a_real_socket(served, tmp_path):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_every_process_loads_the_live_rooms_models_before_the_students_come(tmp_path, monkeypatch):
+    """serve/preload.py's watch (issue 34: the first student of a process waited for the room's model to load): the
+    models of the live rooms, newest first, are loaded once per process; none is looked for without a class store,
+    and a model that will not load is not tried again."""
+    from serve import preload
+    from ui import store as ui_store
+
+    monkeypatch.delenv("HEADLIGHT_CLASS_DB", raising=False)
+    monkeypatch.setenv("HEADLIGHT_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(cs, "_SHARED", {})
+    monkeypatch.setattr(preload, "_FAILED", set())
+    loads = []
+    monkeypatch.setattr(ui_store, "preload_model", lambda name, device: loads.append((name, device)))
+    monkeypatch.setattr(ui_store, "is_loaded", lambda name, device: (name, device) in loads)
+    assert preload.room_models() == [] and preload.watch_once("cpu") == []
+    assert not (tmp_path / "class.sqlite3").exists()  # no class store is made by looking
+    store = open_store(str(tmp_path / "class.sqlite3"))
+    store.open_room("minilm-l6", "en")
+    store.open_room()  # opened by the endpoint: no model
+    store.open_room("multilingual-e5-small", "ko")
+    store.open_room("no-such-model", "ko")
+    assert store.live_models(3) == ["no-such-model", "multilingual-e5-small", "minilm-l6"]
+    monkeypatch.setattr(preload, "MAX_ROOM_MODELS", 3)
+    assert preload.room_models() == ["no-such-model", "multilingual-e5-small", "minilm-l6"]
+    assert preload.watch_once("cpu") == ["multilingual-e5-small", "minilm-l6"]  # an unknown name is not loaded
+    assert preload.watch_once("cpu") == [] and loads == [("multilingual-e5-small", "cpu"), ("minilm-l6", "cpu")]
+
+    def broken(name, device):
+        raise OSError("weights missing")
+
+    monkeypatch.setattr(ui_store, "preload_model", broken)
+    monkeypatch.setattr(ui_store, "is_loaded", lambda name, device: False)
+    assert preload.watch_once("cuda") == [] and preload._FAILED == {"multilingual-e5-small", "minilm-l6"}
+    assert preload.watch_once("cuda") == []  # not tried again
+    stop = threading.Event()
+    stop.set()
+    preload.watch_rooms(stop)  # returns at once when stopped
+    store.close()
+
+
+def test_the_warm_up_does_the_first_runs_one_time_work():
+    """serve/preload.py warm_up, in a fresh interpreter that imported what the preload imports: PIL (which
+    st.set_page_config's favicon imports) and plotly's JSON encoder were not loaded before it, and are after; outside
+    a server it waits for none and sends nothing."""
+    code = ("import importlib, sys; from serve import preload; [importlib.import_module(m) for m in preload.MODULES]; "
+            "before = sorted(m for m in ('PIL.Image', 'plotly.io._json') if m in sys.modules); "
+            "preload.RUNTIME_WAIT_S = 0; preload.warm_up(); "
+            "print(before, sorted(m for m in ('PIL.Image', 'plotly.io._json') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "HEADLIGHT_PRELOAD": "0"}, timeout=300).stdout.strip().splitlines()[-1]
+    assert out == "[] ['PIL.Image', 'plotly.io._json']", out

@@ -119,11 +119,10 @@ def follow_room() -> None:
     ss[FOLLOWED] = (code, room.model)
 
 
-def moved(code: str) -> bool:
+def moved(room: Room) -> bool:
     """Whether the lecturer moved the class to another model since this session followed it (the page reruns)."""
-    room = live_room(code)
     done = st.session_state.get(FOLLOWED)
-    return room is not None and done is not None and done[0] == code and done[1] != room.model
+    return done is not None and done[0] == room.code and done[1] != room.model
 
 
 # ---- the lecturer key ----------------------------------------------------------------------------------------

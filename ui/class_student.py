@@ -58,7 +58,8 @@ def live_question(code: str, lg: str, text: str, device: str) -> None:
     that can be asked on any sentence, on the student's own (the sidebar's). A class that ended, or moved to another
     model, meanwhile reruns the whole page."""
     store = cr.store()
-    if store.room(code) is None or cr.moved(code):
+    room = store.room(code)
+    if room is None or cr.moved(room):
         st.rerun(scope="app")
     q = store.current_question(code)
     if q is None:

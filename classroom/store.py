@@ -2,7 +2,7 @@
 writes the same rooms, questions, answers and sentences here. Pure Python: sqlite3 or psycopg, nothing else.
 
     store = open_store()                               # HEADLIGHT_CLASS_DB, else SQLite in HEADLIGHT_DATA_DIR
-    room = store.open_room()                           # Room(code="7K3M9X2A", created=..., expires=created + 12 h)
+    room = store.open_room("multilingual-e5-small", "ko")  # Room(code="7K3M9X2A", ..., model=..., lang="ko")
     store.join(room.code, session)                     # a student's browser session seen in the room
     q = store.start_question(room.code, "attend", {"text": "...", "layer": 2, "head": 3})
     store.answer(room.code, q.id, session, "street")   # again with another answer: the last one counts, once
@@ -29,7 +29,10 @@ with the last answer. A student is one row per (room, session); a sentence one p
 applies the missing ones when it opens, under the write lock (SQLite) or an advisory lock (PostgreSQL), so processes
 starting together migrate once. A database newer than this code is refused.
 
-**Rooms.** A room's code is CODE_CHARS characters of Crockford's base32 (no I, L, O, U; 8 characters are 40 bits),
+**Rooms.** A room carries the lecturer's model and interface language (`model`, `lang`; "" when opened without
+them, as the door's endpoint does): students' sentences are tokenized and the class's heads ranked on that model,
+and a student who joins takes both. `set_room_model` moves a class to another model. A room's code is CODE_CHARS
+characters of Crockford's base32 (no I, L, O, U; 8 characters are 40 bits),
 drawn with `secrets`; `normalize_code` reads it back forgivingly (lower case, O for 0, I or L for 1, a dash). A room
 expires ROOM_TTL_S (12 h) after it was opened: it is then unknown to every call, and the next `open_room` deletes
 its rows. `end_room` deletes them at once. Every read and write names its room and sees nothing of another.
@@ -38,6 +41,10 @@ its rows. `end_room` deletes them at once. Every read and write names its room a
 UnknownItem; an answer after the reveal, QuestionClosed (all LookupError but the last). Input over the limits
 (MAX_TEXT_CHARS for a sentence, MAX_ANSWER_CHARS, ...) raises ValueError; too many sentences from one student,
 TooMany (a ValueError). Reads of an unknown room return None, {} or [] (`summary` raises UnknownRoom).
+
+**Wrong lecturer keys** (classroom/lecturer.py's Gate) are counted here per client address, so that the limit holds
+across every process that shares the store: `key_failure` records one (at most `limit` kept per address, the older
+than the window dropped), `key_failures` reads them back.
 """
 
 from __future__ import annotations
@@ -75,6 +82,8 @@ MAX_KIND_CHARS = 64
 MAX_MODEL_CHARS = 200
 MAX_TOKENS = 512
 MAX_TOKEN_CHARS = 100
+MAX_LANG_CHARS = 16
+MAX_ADDRESS_CHARS = 128  # a client address kept for the wrong-key limit (longer ones are cut)
 MAX_PAYLOAD_BYTES = 256 * 1024  # a question's payload or result, as JSON
 MAX_SENTENCES_PER_SESSION = 50  # in one room
 MAX_SENTENCES_PER_ROOM = 5000
@@ -115,6 +124,8 @@ class Room:
     code: str
     created: float
     expires: float
+    model: str = ""  # the lecturer's model: students' sentences are tokenized and ranked on it ("" unset)
+    lang: str = ""  # the lecturer's interface language, a joining student's default ("" unset)
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,14 @@ MIGRATIONS: list[tuple[int, str, tuple[str, ...]]] = [
         " text TEXT NOT NULL, tokens TEXT NOT NULL, query_index INTEGER NOT NULL, referent_index INTEGER NOT NULL,"
         " status TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, UNIQUE (room, session, text))",
         "CREATE INDEX sentences_room ON sentences (room, status, id)",
+    )),
+    (2, "rooms carry the lecturer's model and language", (
+        "ALTER TABLE rooms ADD COLUMN model TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE rooms ADD COLUMN lang TEXT NOT NULL DEFAULT ''",
+    )),
+    (3, "wrong lecturer keys per client address, shared by every process", (
+        "CREATE TABLE key_failures (address TEXT PRIMARY KEY, times TEXT NOT NULL, last DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX key_failures_last ON key_failures (last)",
     )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -464,11 +483,13 @@ class ClassStore:
         return self._read(lambda ex: ex("SELECT MAX(version) FROM schema_version").fetchone()[0])
 
     # -- rooms --
+    _R = "SELECT code, created, expires, model, lang FROM rooms"
+
     @staticmethod
     def _live(ex: _Exec, code: str | None, now: float) -> Room | None:
         if code is None:
             return None
-        row = ex("SELECT code, created, expires FROM rooms WHERE code = ? AND expires > ?", (code, now)).fetchone()
+        row = ex(ClassStore._R + " WHERE code = ? AND expires > ?", (code, now)).fetchone()
         return Room(*row) if row else None
 
     def _need(self, ex: _Exec, code: str | None, now: float) -> Room:
@@ -484,24 +505,39 @@ class ClassStore:
         time.)"""
         if self.dialect != "postgresql" or code is None:
             return self._need(ex, code, now)
-        row = ex("SELECT code, created, expires FROM rooms WHERE code = ? AND expires > ? FOR KEY SHARE",
-                 (code, now)).fetchone()
+        row = ex(self._R + " WHERE code = ? AND expires > ? FOR KEY SHARE", (code, now)).fetchone()
         if row is None:
             raise UnknownRoom("no such class (unknown, ended or expired)")
         return Room(*row)
 
-    def open_room(self) -> Room:
-        """A new room with a fresh code, live for ROOM_TTL_S; the rows of expired rooms are deleted first."""
+    def open_room(self, model: str = "", lang: str = "") -> Room:
+        """A new room with a fresh code, live for ROOM_TTL_S, on the lecturer's `model` and `lang`; the rows of
+        expired rooms are deleted first."""
+        m = _bounded(model, "model", MAX_MODEL_CHARS, empty=True)
+        lg = _bounded(lang, "lang", MAX_LANG_CHARS, empty=True)
         self.purge_expired()
 
         def fn(ex):
             now = self.clock()
             for _ in range(20):  # 40 bits: a clash with a live room is all but impossible; then another code
                 code = new_code()
-                if ex("INSERT INTO rooms (code, created, expires) VALUES (?, ?, ?) ON CONFLICT (code) DO NOTHING",
-                      (code, now, now + ROOM_TTL_S)).rowcount == 1:
-                    return Room(code, now, now + ROOM_TTL_S)
+                if ex("INSERT INTO rooms (code, created, expires, model, lang) VALUES (?, ?, ?, ?, ?)"
+                      " ON CONFLICT (code) DO NOTHING", (code, now, now + ROOM_TTL_S, m, lg)).rowcount == 1:
+                    return Room(code, now, now + ROOM_TTL_S, m, lg)
             raise ClassError("could not draw a free room code")
+
+        return self._write(fn)
+
+    def set_room_model(self, code: str, model: str) -> Room:
+        """Move the class to another model (the lecturer's choice): sentences are tokenized and ranked on it from now
+        on; those sent before keep the model they were sent with. UnknownRoom when the room is not live."""
+        c = normalize_code(code)
+        m = _bounded(model, "model", MAX_MODEL_CHARS, empty=True)
+
+        def fn(ex):
+            self._hold(ex, c, self.clock())
+            ex("UPDATE rooms SET model = ? WHERE code = ?", (m, c))
+            return self._need(ex, c, self.clock())
 
         return self._write(fn)
 
@@ -509,6 +545,16 @@ class ClassStore:
         """The live room, or None (unknown, ended, expired or not a room code)."""
         c = normalize_code(code)
         return None if c is None else self._read(lambda ex: self._live(ex, c, self.clock()))
+
+    def live_models(self, limit: int = 2) -> list[str]:
+        """The models of the live rooms, newest room first, each once, at most `limit` (serve/preload.py loads them
+        in every app process before the students come)."""
+        def fn(ex):
+            rows = ex("SELECT model FROM rooms WHERE expires > ? AND model <> '' ORDER BY created DESC LIMIT 200",
+                      (self.clock(),)).fetchall()
+            return list(dict.fromkeys(r[0] for r in rows))[:limit]
+
+        return self._read(fn)
 
     def end_room(self, code: str) -> None:
         """Delete every row of the room (idempotent)."""
@@ -788,6 +834,39 @@ class ClassStore:
             return ex("UPDATE sentences SET status = ? WHERE room = ? AND status = ?", (status, c, only)).rowcount
 
         return self._write(fn)
+
+    # -- wrong lecturer keys (classroom/lecturer.py Gate) --
+    def key_failure(self, address: str, now: float, window_s: float, limit: int) -> int:
+        """Count a wrong key from `address` at `now`: how many recent ones (within `window_s`) it had before this
+        one. At most `limit` are kept per address (one over the limit is not stored: the limit ends `window_s` after
+        the oldest); addresses with none left in the window are deleted. One transaction, the address's row locked
+        (PostgreSQL) or the write lock held (SQLite): processes counting at once never exceed the limit."""
+        a = str(address)[:MAX_ADDRESS_CHARS]
+
+        def fn(ex):
+            ex("DELETE FROM key_failures WHERE last <= ?", (now - window_s,))
+            ex("INSERT INTO key_failures (address, times, last) VALUES (?, '[]', ?) ON CONFLICT (address) DO NOTHING",
+               (a, now))
+            lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
+            times = [x for x in json.loads(ex("SELECT times FROM key_failures WHERE address = ?" + lock,
+                                              (a,)).fetchone()[0]) if x > now - window_s]
+            before = len(times)
+            if before < limit:
+                times.append(now)
+            ex("UPDATE key_failures SET times = ?, last = ? WHERE address = ?", (json.dumps(times), max(times, default=now), a))
+            return before
+
+        return self._write(fn)
+
+    def key_failures(self, address: str, now: float, window_s: float) -> list[float]:
+        """The times of `address`'s wrong keys within `window_s` before `now`, oldest first."""
+        a = str(address)[:MAX_ADDRESS_CHARS]
+
+        def fn(ex):
+            row = ex("SELECT times FROM key_failures WHERE address = ?", (a,)).fetchone()
+            return sorted(x for x in json.loads(row[0]) if x > now - window_s) if row else []
+
+        return self._read(fn)
 
     # -- the projector's and the tools' view --
     def summary(self, code: str) -> dict:

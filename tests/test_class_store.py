@@ -13,6 +13,7 @@ import time
 import pytest
 from pg_support import PostgresServer
 
+from classroom import sentences
 from classroom import store as cs
 from classroom.store import (
     ALPHABET,
@@ -236,7 +237,7 @@ def test_sentences_limits_idempotency_and_moderation(store):
 
 
 def test_one_student_cannot_flood_the_room(store, monkeypatch):
-    monkeypatch.setattr(cs, "MAX_SENTENCES_PER_SESSION", 3)
+    monkeypatch.setattr(sentences, "MAX_SENTENCES_PER_SESSION", 3)  # where the limit is read
     room = store.open_room()
     for i in range(3):
         store.submit_sentence(room.code, "s1", "m", f"sentence {i} it", ["s", "it"], 1, 0)

@@ -47,7 +47,9 @@ _NUMPY = {GGUFValueType.UINT8: "<u1", GGUFValueType.INT8: "<i1", GGUFValueType.U
           GGUFValueType.FLOAT32: "<f4", GGUFValueType.BOOL: "?", GGUFValueType.UINT64: "<u8",
           GGUFValueType.INT64: "<i8", GGUFValueType.FLOAT64: "<f8"}
 # what the app dequantises (gguf.quants implements these in numpy); anything else is refused by name
-SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
+# (Q5_0 and Q5_1: what llama.cpp's Q4_K_M / Q5_K_M store rows in where they are not whole 256-value blocks, as
+# Gemma 3 270M's rows of 640 are)
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,7 @@ GGUF_NAMES = {"embed_tokens.weight": "token_embd.weight", "norm.weight": "output
               "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
               "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm"}
 GGUF_POST_NORM_NAMES = {"post_attention_layernorm": "post_attention_norm"}
+VISION_PREFIXES = ("v.", "mm.")  # a multimodal file's vision tower and projector (the language model reads none)
 
 
 def _unpermute(n_heads: int):
@@ -404,8 +407,11 @@ def load_gguf(device: torch.device, path: str | Path, name: str | None = None, *
         with no_random_init():  # every parameter is set below, strictly
             module = Transformer(config)
         f.prefetch()
-        load_weights(module, f, gguf_table(config, f.metadata["general.architecture"]), strict=True,
-                     ignored=("rope_freqs.weight",), name=path.name)
+        arch = f.metadata["general.architecture"]
+        # a vision tower in the same file (Ollama keeps Gemma 3's there, "v." and "mm."): not read, and not an error
+        vision = [n for n in f.tensors if arch == "gemma3" and n.startswith(VISION_PREFIXES)]
+        load_weights(module, f, gguf_table(config, arch), strict=True, ignored=("rope_freqs.weight", *vision),
+                     name=path.name)
     finally:
         f.close()
     c = config

@@ -177,3 +177,35 @@ def test_gguf_options_llama_cpp_does_not_read_are_refused(tmp_path):
         with pytest.raises(HeadlightError) as err:
             load_gguf(CPU, bad)
         assert err.value.key == "gguf_option" and needle in str(err.value), str(err.value)
+
+
+def test_a_vision_tower_in_a_gemma3_file_is_not_read(tmp_path):
+    """A multimodal Gemma 3 file (Ollama keeps the vision tower beside the language model: "v.", "mm." tensors) loads
+    its language model; any other tensor the table does not read is still refused."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    model, _, tok = make_llama(tmp_path / "hf", "gemma3")
+    plain = load_gguf(CPU, write_gguf(model, tok, tmp_path / "text.gguf", "gemma3", "F32"))
+    original = GGUFWriter.write_header_to_file
+
+    def extra(names):
+        def write(self, *a, **kw):
+            for name in names:
+                self.add_tensor(name, np.ones((4, 32), dtype=np.float32))
+            return original(self, *a, **kw)
+        return write
+
+    for names, ok in ((["v.blk.0.attn_q.weight", "mm.input_projection.weight"], True), (["blk.0.extra.weight"], False)):
+        GGUFWriter.write_header_to_file = extra(names)
+        try:
+            path = write_gguf(model, tok, tmp_path / f"mm-{ok}.gguf", "gemma3", "F32")
+        finally:
+            GGUFWriter.write_header_to_file = original
+        if ok:
+            ours = load_gguf(CPU, path)
+            np.testing.assert_array_equal(ours.trace(TEXT).decoder_self_attention, plain.trace(TEXT).decoder_self_attention)
+        else:
+            with pytest.raises(HeadlightError) as err:
+                load_gguf(CPU, path)
+            assert "blk.0.extra.weight" in str(err.value)

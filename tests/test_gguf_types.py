@@ -1,12 +1,12 @@
-"""Every GGUF tensor type the app reads (model.gguf.SUPPORTED_TYPES: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
-Q6_K), on tiny random llama, qwen2, qwen3 and gemma3 files written at test time with gguf's own writer: d_model 256 and
-d_ff 512, so
-every matrix's rows are whole blocks (256 values for the K-quants) and every matrix is stored in the type under test.
-F16 / BF16 / Q8_0 / Q4_0 / Q4_1 are the model's weights quantised by `gguf.quants.quantize`; gguf 0.19 cannot quantise
-to the K-quants, so those files hold random valid blocks (tests/gguf_support.random_k_blocks). Each file is read by
-model/gguf.py and by transformers (`from_pretrained(dir, gguf_file=...)`): attentions <= 1e-5, hidden states and
-logits <= 1e-4, greedy continuation equal; and each tensor the loader dequantises equals gguf's own reader
-(`GGUFReader`, a parse independent of ours) and dequantiser on the same bytes."""
+"""Every GGUF tensor type the app reads (model.gguf.SUPPORTED_TYPES: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+Q4_K, Q5_K, Q6_K), on tiny random llama, qwen2, qwen3 and gemma3 files written at test time with gguf's own writer:
+d_model 256 and d_ff 512, so every matrix's rows are whole blocks (256 values for the K-quants) and every matrix is
+stored in the type under test. F16 / BF16 / Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 are the model's weights quantised by
+`gguf.quants.quantize`; gguf 0.19 cannot quantise to the K-quants, so those files hold random valid blocks
+(tests/gguf_support.random_k_blocks). Each file is read by model/gguf.py and by transformers
+(`from_pretrained(dir, gguf_file=...)`): attentions <= 1e-5, hidden states and logits <= 1e-4, greedy continuation
+equal; and each tensor the loader dequantises equals gguf's own reader (`GGUFReader`, a parse independent of ours)
+and dequantiser on the same bytes."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ WIDE = dict(hidden_size=256, intermediate_size=512, num_attention_heads=4, num_k
 CASES = [("llama", "F16"), ("llama", "BF16"), ("qwen2", "BF16"), ("llama", "Q8_0"), ("llama", "Q4_0"),
          ("qwen2", "Q4_1"), ("llama", "Q4_K"), ("qwen2", "Q4_K"), ("llama", "Q5_K"), ("llama", "Q6_K"),
          ("qwen2", "Q6_K"), ("qwen3", "Q4_0"), ("qwen3", "Q6_K"), ("gemma3", "BF16"), ("gemma3", "Q4_K"),
-         ("gemma3", "Q5_K")]
+         ("gemma3", "Q5_K"), ("gemma3", "Q5_0"), ("llama", "Q5_1")]
 # Qwen3 and Gemma 3 in shapes transformers' GGUF reader reads as llama.cpp does (tests/test_gemma_qwen3.py): Qwen3's
 # head width 128; Gemma's 256 (= query_pre_attn_scalar), its layer pattern 6 and local RoPE base 10,000
 ARCH = {"qwen3": dict(head_dim=128), "gemma3": dict(num_attention_heads=2, num_key_value_heads=1, head_dim=256,

@@ -169,18 +169,20 @@ class GGUFFile:
 
     # ---- tensors --------------------------------------------------------------------------------------------
     def prefetch(self, workers: int = 2) -> None:
-        """Dequantise every tensor now, `workers` at a time (numpy lets go of the GIL in its array work): `array` then
-        hands each out once. Loading SmolLM2 is mostly this."""
+        """Start dequantising every tensor, `workers` at a time, in the background (numpy lets go of the GIL in its
+        array work), while the caller builds the tokenizer and the module: `array` then hands each out once, waiting
+        for it. Loading SmolLM2 is mostly this; a Gemma 3 vocabulary's merges are rebuilt meanwhile."""
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(workers) as pool:
-            self._ready = dict(zip(self.tensors, pool.map(self._dequantize, self.tensors)))
+        pool = ThreadPoolExecutor(workers)
+        self._ready = {name: pool.submit(self._dequantize, name) for name in self.tensors}
+        pool.shutdown(wait=False)
 
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantised to float32, in PyTorch's order (shape as listed)."""
         ready = getattr(self, "_ready", None)
         if ready and name in ready:
-            return ready.pop(name)
+            return ready.pop(name).result()  # its error (an unsupported type), if any, is raised here
         return self._dequantize(name)
 
     def _dequantize(self, name: str) -> np.ndarray:
@@ -193,7 +195,9 @@ class GGUFFile:
         block, type_size = GGML_QUANT_SIZES[t.qtype]
         rows = raw.reshape(-1, t.shape[-1] // block * type_size)
         kind = getattr(quants, t.qtype.name, None)  # gguf's class for the type (Q4_1, Q8_0, ...)
-        if t.qtype.name not in ("F32", "F16") and hasattr(kind, "dequantize_rows"):
+        if t.qtype == GGMLQuantizationType.Q8_0:
+            out = _q8_0(rows).reshape(t.shape)
+        elif t.qtype.name not in ("F32", "F16") and hasattr(kind, "dequantize_rows"):
             out = kind.dequantize_rows(rows).reshape(t.shape)  # the whole tensor in one call (dequantize() goes
             # 16 rows at a time: 2.8 of SmolLM2's 4.4 s of loading on a busy machine)
         else:
@@ -226,10 +230,29 @@ class GGUFFile:
         return sorted(set(self.tensors) - self.used - set(ignored))
 
     def close(self) -> None:
+        for fut in getattr(self, "_ready", {}).values():  # a failed load: stop the dequantising, let it finish
+            fut.cancel()
+        for fut in getattr(self, "_ready", {}).values():
+            if not fut.cancelled():
+                fut.exception()  # waits; the error was (or will be) said elsewhere
+        self._ready = {}
         try:
             self._map.close()
         except BufferError:  # a view of it is still alive somewhere: the garbage collector closes it later
             pass
+
+
+def _q8_0(rows: np.ndarray) -> np.ndarray:
+    """Q8_0 blocks (a float16 scale d, then 32 int8 values q) -> float32 d * q: the numbers of gguf.quants.Q8_0 (one
+    float32 product each), computed by torch, 5x faster on one core (Gemma 3 270M's token table alone: 0.85 s instead
+    of 4.5 s)."""
+    import warnings
+
+    with warnings.catch_warnings():  # the map is read-only, and nothing here writes to it
+        warnings.simplefilter("ignore", UserWarning)
+        blocks = torch.from_numpy(rows).reshape(-1, GGML_QUANT_SIZES[GGMLQuantizationType.Q8_0][1])  # (n, 34)
+    d = blocks[:, :2].contiguous().view(torch.float16).float()  # (n, 1)
+    return (blocks[:, 2:].view(torch.int8).float() * d).numpy()  # (n, 32)
 
 
 # ---- llama-family models from a GGUF file --------------------------------------------------------------------------
@@ -403,10 +426,10 @@ def load_gguf(device: torch.device, path: str | Path, name: str | None = None, *
     f = GGUFFile(path, fix=fix)
     try:
         config = gguf_config(f)
+        f.prefetch()  # the weights dequantise in the background while the tokenizer and the module are built
         tok = TextTokenizer(gguf_tokenizer(f.metadata, f.path), config.max_positions)
         with no_random_init():  # every parameter is set below, strictly
             module = Transformer(config)
-        f.prefetch()
         arch = f.metadata["general.architecture"]
         # a vision tower in the same file (Ollama keeps Gemma 3's there, "v." and "mm."): not read, and not an error
         vision = [n for n in f.tensors if arch == "gemma3" and n.startswith(VISION_PREFIXES)]

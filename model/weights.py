@@ -75,6 +75,12 @@ def minilm_dir() -> Path:
                           env="HEADLIGHT_MINILM_DIR")
 
 
+def cache_dir() -> Path:
+    """Where files derived from weights are kept between processes ($HEADLIGHT_CACHE, default ~/.cache/headlight):
+    the stamps of verified files, a large GGUF vocabulary's merges (model/gguf_tokenizer.py)."""
+    return _STAMP_DIR
+
+
 def map_file(path: Path, fail: Callable[[str], None]) -> mmap.mmap:
     """A weight file as a read-only memory map (the GGUF and Marian readers); `fail(problem)` raises their error."""
     try:

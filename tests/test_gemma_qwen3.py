@@ -209,3 +209,26 @@ def test_a_vision_tower_in_a_gemma3_file_is_not_read(tmp_path):
             with pytest.raises(HeadlightError) as err:
                 load_gguf(CPU, path)
             assert "blk.0.extra.weight" in str(err.value)
+
+
+def test_a_large_vocabularys_merges_are_kept_between_loads(tmp_path, monkeypatch):
+    """Gemma's merges are rebuilt from its vocabulary (transformers' way); a large vocabulary's are kept in the cache
+    folder by its digest, read back equal, and a damaged file is rebuilt."""
+    from model import gguf_tokenizer as gt
+
+    monkeypatch.setenv("HEADLIGHT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("model.weights._STAMP_DIR", tmp_path / "cache")
+    monkeypatch.setattr(gt, "MERGES_CACHE_MIN_TOKENS", 10)
+    tokens = ["<pad>", "a", "b", "c", "ab", "bc", "abc", "▁", "▁a", "▁ab", "ca", "cab"]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    want = gt.merges_from_vocabulary(tokens, vocab)
+    assert want[:3] == [("a", "b"), ("b", "c"), ("ab", "c")]  # the earliest-listed merged token first
+    assert gt.cached_merges(tokens, vocab) == want
+    (saved,) = (tmp_path / "cache").glob("gguf-merges-v1-*.json")
+    monkeypatch.setattr(gt, "merges_from_vocabulary", lambda *a: pytest.fail("rebuilt, not read back"))
+    assert gt.cached_merges(tokens, vocab) == want
+    saved.write_text("[[1, 2", encoding="utf-8")  # damaged: rebuilt
+    monkeypatch.undo()
+    monkeypatch.setattr("model.weights._STAMP_DIR", tmp_path / "cache")
+    monkeypatch.setattr(gt, "MERGES_CACHE_MIN_TOKENS", 10)
+    assert gt.cached_merges(tokens, vocab) == want

@@ -135,7 +135,7 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
             st.info(t("ex.hidden_token", lg, token=view.token, specials=model_specials(view),
                       text=md_escape(view.trace.axis_tokens(view.block)[0][view.token])))
         elif not quiz.attend_question(view, view.layer, view.head, mat, d.rows, d.cols, lg, row=row,
-                                      tag=(view.block, *opts)):
+                                      tag=(view.block, *opts[:2]) + (("bytes",) if opts[2:] and opts[2] else ())):
             return
     name = title(view, mode)
     allowed = d.allowed_at(view.layer) if mode != "rollout" else d.allowed_at(0)

@@ -72,8 +72,9 @@ PAGES = {page_file("explorer"): (ex.K_TAB, ex.TABS), page_file("heads"): (uh.K_T
 @pytest.mark.parametrize("model", ["hl-gemma3", "hl-qwen3"])
 def test_every_page_and_tab_runs(folders, model):
     for page, (key, labels) in PAGES.items():
+        both = page in (page_file("explorer"), page_file("steps"))  # English too where the views differ by text
         for label in labels:
-            for text in (TEXT, KOREAN):
+            for text in (TEXT, KOREAN) if both else (KOREAN,):
                 at = _run(model, page, key, label, text=text)
                 assert at.session_state["model"] == model, (page, label)
 

@@ -58,6 +58,8 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     names = vs_steps.step_tabs(view.block, last, pre_ln)
     if pre_ln:
         st.caption(t("steps.decoder_only", lang, norm="RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"))
+    if view.model.config.post_norms:  # Gemma: four norms a layer
+        st.caption(t("steps.post_norms", lang))
     keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
     return list(zip(names, lazy_tabs(keys, "steps_tab", lang)))
 
@@ -89,14 +91,18 @@ def layer_section(view: View, name: str, lang: str) -> None:
         figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
                                    lang=lg, lecture=lecture)
     elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)
-        st.latex(FORMULA_PRE_RMS if rms else FORMULA_PRE_LN)
-        figs = vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d, norm=norm),
-                                   lang=lg, lecture=lecture)
+        st.latex(pre_ln_formula(view.model.config))
+        figs = post_norm_figures(sub, "post_norm1", tokens, t("steps.post_norm1_fig", lg, n=n, d=d), lg, lecture)
+        figs.update(vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d, norm=norm),
+                                        lang=lg, lecture=lecture))
     elif name == "output_pre":  # pre-LN: the layer output is the second residual sum, with no norm after it
-        st.latex(rf"x_{{\ell+1}} = s + \operatorname{{FFN}}(\operatorname{{{norm}_2}}(s))")
+        post = "post_norm2" in sub  # Gemma: the FFN's output normalised before the residual adds it
+        st.latex(r"x_{\ell+1} = s + " + (rf"\operatorname{{{norm}'_2}}(\operatorname{{FFN}}(\operatorname{{{norm}_2}}(s)))"
+                                         if post else rf"\operatorname{{FFN}}(\operatorname{{{norm}_2}}(s))"))
         out = sub["output"]
-        figs = {"out": (vt.token_matrix(out, tokens, vt.out_title(view.layer, lg, norm), lang=lg, lecture=lecture),
-                        out)}
+        figs = post_norm_figures(sub, "post_norm2", tokens, t("steps.post_norm2_fig", lg, n=n, d=d), lg, lecture)
+        figs["out"] = (vt.token_matrix(out, tokens, vt.out_title(view.layer, lg, norm), lang=lg, lecture=lecture),
+                       out)
     elif name == "cross_norm":
         head = min(view.head, view.n_heads - 1)
         steps = runs.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
@@ -142,10 +148,29 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
                              ylabel=stage.ylabel)))
 
 
+def post_norm_figures(sub: dict, norm: str, tokens: list[str], title: str, lang: str, lecture: bool) -> dict:
+    """A post-norm's figures (Gemma: the sublayer's output, its mean squares, 1 + γ, what the residual adds), keyed
+    apart from the next norm's; {} for a model without post-norms."""
+    if norm not in sub:
+        return {}
+    figs = vt.add_norm_figures(sub, norm, tokens, sum_title=title, lang=lang, lecture=lecture)
+    return {f"{norm}_{k}": v for k, v in figs.items()}
+
+
+def pre_ln_formula(config) -> str:
+    """The first residual sum of a pre-LN layer and the norm before its FFN, as this model computes them: LayerNorm
+    or RMSNorm, Gemma's post-norm on the attention's output and its (1 + γ) scale."""
+    if config.norm != "rmsnorm":
+        return FORMULA_PRE_LN
+    gamma = r"(1 + \gamma)" if config.norm_offset else r"\gamma"
+    sub = r"\operatorname{MultiHead}(\operatorname{RMSNorm_1}(x))"
+    added = rf"\operatorname{{RMSNorm'_1}}({sub})" if config.post_norms else sub
+    return (rf"s = x + {added}, \quad \operatorname{{RMSNorm_2}}(s) = {gamma} \odot "
+            r"\frac{s}{\sqrt{\operatorname{mean}(s^2) + \epsilon}}")
+
+
 FORMULA_PRE_LN = (r"s = x + \operatorname{MultiHead}(\operatorname{LN_1}(x)), \quad \operatorname{LN_2}(s) = "
                   r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
-FORMULA_PRE_RMS = (r"s = x + \operatorname{MultiHead}(\operatorname{RMSNorm_1}(x)), \quad \operatorname{RMSNorm_2}(s) = "
-                   r"\gamma \odot \frac{s}{\sqrt{\operatorname{mean}(s^2) + \epsilon}}")
 FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
                     r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
 
@@ -157,7 +182,8 @@ def vocab_section(view: View, lang: str) -> None:
     rows = view.trace.axis_tokens("decoder_self")[0]
     d, v = out["W"]
     st.caption(t("steps.vocab.note", lang))
-    st.latex(r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)")
+    b = " + b" if view.model.config.output_bias else ""  # the model's own: BART has final_logits_bias, Marian none
+    st.latex(r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab}" + b + ")")
     st.markdown(t("steps.vocab.shapes", lang, d=d, v=v))
     i = min(view.token, len(rows) - 1)
     probs, toks = out["top_probs"][i], out["top_tokens"][i]

@@ -319,10 +319,10 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
     j = c2.selectbox(t("tour.neuron.key", lg), range(len(cols)), key="tour_nv_k",
                      format_func=lambda r: f"{r}: {cols[r]}")
     q, k = steps["Q"][i], steps["K"][j]
-    total, score, d_k = float(np.dot(q, k)), float(steps["scores"][i, j]), q.shape[0]
+    total, score, root = float(np.dot(q, k)), float(steps["scores"][i, j]), float(steps["scalar"])  # d_k or Gemma's
     names = (t("tour.neuron.q", lg), t("tour.neuron.k", lg), t("tour.neuron.prod", lg))
-    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture, lang=lg,
-                                   title=t("tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(d_k), dk=d_k)),
+    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture, lang=lg, title=t(
+        "tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(root), dk=f"{root:g}")),
                     key="tour_neuron")
     st.caption(t("tour.neuron.check", lg, sum=total, score=score, scaled=float(steps["scaled"][i, j]),
                  diff=abs(total - score)))

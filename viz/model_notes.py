@@ -63,6 +63,18 @@ class ModelFacts:
     pad: str | None = None  # the padding token ("[PAD]", "<pad>")
     sinusoid_layout: str = "interleaved"  # the sinusoids' column order: the paper's, "halves" or "marian" (Bergamot)
     decoder_mixer: str = "attention"  # the decoder's self-mixing sublayer: masked self-attention, or an SSRU (Bergamot)
+    head_dim: int | None = None  # d_k where the model states its own (Qwen3, Gemma 3); None: d_model / heads
+    qk_norm: bool = False  # RMSNorm on each head's q and k before RoPE (Qwen3, Gemma 3)
+    post_norms: bool = False  # a second norm on each sublayer's output (Gemma)
+    norm_offset: float = 0.0  # the norms scale by (norm_offset + γ) (Gemma: 1)
+    attn_scalar: float | None = None  # scores ÷ sqrt(attn_scalar) instead of sqrt(d_k) (Gemma's query_pre_attn_scalar)
+    sliding_window: int | None = None  # the local layers' window
+    n_local: int = 0  # how many decoder layers are local (sliding window)
+    rope_theta_local: float | None = None  # their RoPE base where it differs
+
+    @property
+    def d_k(self) -> int:
+        return self.head_dim or (self.d_model // self.n_heads if self.n_heads else 0)
 
     @classmethod
     def from_config(cls, name: str, config, *, scheme: str | None = None, tokens: list[str] | None = None,
@@ -83,7 +95,7 @@ class ModelFacts:
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
                    before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad,
                    sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"),
-                   decoder_mixer=getattr(config, "decoder_mixer", "attention"))
+                   decoder_mixer=getattr(config, "decoder_mixer", "attention"), **_new_options(config))
 
     @classmethod
     def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:
@@ -107,6 +119,17 @@ class ModelFacts:
     @property
     def act_name(self) -> str:
         return activation_name(self.activation)
+
+
+def _new_options(config) -> dict:
+    """The facts of the options since 2017 that TransformerConfig names (issue 38), their defaults where a config
+    does not have them."""
+    local = tuple(getattr(config, "local_layers", ()))
+    return dict(head_dim=getattr(config, "head_dim", None), qk_norm=getattr(config, "qk_norm", False),
+                post_norms=getattr(config, "post_norms", False), norm_offset=getattr(config, "norm_offset", 0.0),
+                attn_scalar=getattr(config, "attn_scalar", None),
+                sliding_window=getattr(config, "sliding_window", None) if local else None, n_local=len(local),
+                rope_theta_local=getattr(config, "rope_theta_local", None))
 
 
 def wrapping_specials(tokens: list[str], special: list[bool]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -211,6 +234,11 @@ def _qkv(f: ModelFacts, lg: str) -> list[str]:
     out = []
     if f.kv_heads != f.n_heads:
         out.append(t("notes.qkv.gqa", lg, model=f.name, h=f.n_heads, kv=f.kv_heads, g=f.n_heads // f.kv_heads))
+    if f.head_dim and f.head_dim * f.n_heads != f.d_model:
+        out.append(t("notes.qkv.head_dim", lg, model=f.name, k=f.head_dim, h=f.n_heads, hk=f.head_dim * f.n_heads,
+                     d=f.d_model))
+    if f.qk_norm:
+        out.append(t("notes.qkv.qk_norm", lg, model=f.name))
     if f.positional == "rotary":
         out.append(t("notes.qkv.rotary", lg))
     return out
@@ -220,6 +248,18 @@ def _add_norm(f: ModelFacts, lg: str) -> list[str]:
     norm = t(f"notes.norm.{f.norm}", lg)
     out = [t(f"notes.add_norm.{f.norm_placement}", lg, model=f.name, norm=norm)]
     out.append(t(f"notes.add_norm.{f.norm}", lg))
+    if f.post_norms:
+        out.append(t("notes.add_norm.post_norms", lg, model=f.name))
+    if f.norm_offset:
+        out.append(t("notes.add_norm.offset", lg, model=f.name))
+    return out
+
+
+def _mask(f: ModelFacts, lg: str) -> list[str]:
+    out = [t("notes.mask.causal", lg, model=f.name)]
+    if f.sliding_window:
+        out.append(t("notes.mask.window", lg, model=f.name, w=f.sliding_window, n=f.n_local,
+                     L=f.n_decoder_layers))
     return out
 
 
@@ -243,10 +283,11 @@ def step_notes(step: str, facts: ModelFacts, lang: str, *, tokens: list[str] | N
         return _positional(f, lg)
     if step == "qkv":
         return _qkv(f, lg)
-    if step == "scores" and f.positional == "rotary":
-        return [t("notes.scores.rotary", lg)]
+    if step == "scores" and (f.positional == "rotary" or f.attn_scalar):
+        return ([t("notes.scores.rotary", lg)] if f.positional == "rotary" else []) + (
+            [t("notes.scores.scalar", lg, model=f.name, s=f"{f.attn_scalar:g}", k=f.d_k)] if f.attn_scalar else [])
     if step == "mask" and f.kind == "decoder":
-        return [t("notes.mask.causal", lg, model=f.name)]
+        return _mask(f, lg)
     if step == "add_norm":
         return _add_norm(f, lg)
     if step == "ffn":
@@ -328,6 +369,9 @@ def step_formula(step: str, facts: ModelFacts, lang: str = "en") -> str | None:
         return (PAPER_PE + r",\; " if f.positional == "sinusoidal" else "") + r"X' = " + total
     if step == "qkv":
         b = (lambda n: _bias(f.qkv_bias, n))  # noqa: E731
+        if f.positional == "rotary" and f.qk_norm:  # Qwen3, Gemma 3: each head's q and k normalised, then turned
+            return (rf"Q = R_{{\Theta}}\,\operatorname{{RMSNorm}}(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,"
+                    rf"\operatorname{{RMSNorm}}(X W^{{K}}{b('K')}),\quad V = X W^{{V}}{b('V')}")
         if f.positional == "rotary":  # q and k turned by their positions, v not
             return (rf"Q = R_{{\Theta}}\,(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,(X W^{{K}}{b('K')}),\quad "
                     rf"V = X W^{{V}}{b('V')}")
@@ -338,9 +382,12 @@ def step_formula(step: str, facts: ModelFacts, lang: str = "en") -> str | None:
     if step == "add_norm":
         norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LayerNorm}"
         if f.norm == "rmsnorm":
-            inner = r"\gamma \odot \frac{s}{\sqrt{\frac{1}{d}\sum_j s_j^2 + \epsilon}}"
+            gamma = r"(1 + \gamma)" if f.norm_offset else r"\gamma"
+            inner = gamma + r" \odot \frac{s}{\sqrt{\frac{1}{d}\sum_j s_j^2 + \epsilon}}"
         else:
             inner = r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
+        if f.norm_placement == "pre" and f.post_norms:  # Gemma: the sublayer's output normalised too
+            return rf"x + {norm}'(\operatorname{{Sublayer}}({norm}(x))),\quad {norm}(s) = {inner}"
         if f.norm_placement == "pre":
             return rf"x + \operatorname{{Sublayer}}({norm}(x)),\quad {norm}(s) = {inner}"
         return rf"{norm}(x + \operatorname{{Sublayer}}(x)) = {inner}"

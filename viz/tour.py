@@ -147,9 +147,11 @@ def add_norm_figures(sub: dict, norm: str, tokens: list[str], *, sum_title: str,
     if f"ms_{norm}" in sub:  # RMSNorm: y = γ s / √(mean(s²) + ε), no mean taken out and no β
         stats = per_token_bars({t("tour.rms.ms", lang): sub[f"ms_{norm}"]}, tokens,
                                title=t("tour.rms.stats_fig", lang), lecture=lecture)
-        gb = per_dim_lines({"γ (gamma)": sub[f"gamma_{norm}"]}, title=t("tour.rms.g_fig", lang),
+        offset = f"offset_{norm}" in sub  # Gemma: the scale is 1 + γ, γ as stored
+        gb = per_dim_lines({"1 + γ" if offset else "γ (gamma)": sub[f"gamma_{norm}"]},
+                           title=t("tour.rms.g_fig_offset" if offset else "tour.rms.g_fig", lang),
                            xlabel=t("tour.axis.dim", lang), lecture=lecture)
-        norm_title = t("tour.rms.norm_fig", lang, eps=eps)
+        norm_title = t("tour.rms.norm_fig_offset" if offset else "tour.rms.norm_fig", lang, eps=eps)
     else:
         stats = per_token_bars({t("tour.add_norm.mean", lang): sub[f"mean_{norm}"],
                                 t("tour.add_norm.var", lang): sub[f"var_{norm}"]}, tokens,

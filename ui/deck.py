@@ -4,14 +4,21 @@ small bar above every page with the slide's title and note, Back / Next bound to
 itself, its file and its checks: ui/deckfile.py (pure).
 
 How a slide is shown: its page is opened with its query string (st.switch_page) and the link is read again as on a
-session's first run (ui/state.py read_url: every value checked, the same notices), its options (open tab, explorer
-options) are set in session state; in present mode the URL also carries `deck=<id>&slide=<i>`, so a reload or a
-shared link reopens the same slide of the same deck. The deck lives in session state; the short link
-(ui/shortlinks.py, kind "deck") holds its JSON on the server's disk.
+session's first run (ui/state.py read_url: every value checked, the same notices; the page's own keys, such as the
+open tab's id, wait for the page), its options (the explorer's) are set in session state; in present mode the URL
+also carries `deck=<id>&slide=<i>&back=<id>`, so a reload or a shared link reopens the same slide of the same deck.
+The deck lives in session state; the short link (ui/shortlinks.py, kind "deck") holds its JSON on the server's disk,
+and opens in the deck's language unless the link names one.
 
-Order in a run (ui/shell.py): `follow()` right after st.navigation (a slide chosen by a callback: switch to its
-page), `top()` before the sidebar (the deck link of a session's first run, messages, the bar), `add_button()` in
-the sidebar under "Share with the class".
+Leaving a presentation returns to the view it started from: "Present" keeps that view as a slide (`here()`: the page,
+the sidebar's whole state, the page's own keys), in session state and, for a reload, in the link store (`back=<id>`),
+and "Exit" opens it as it opens any slide. (Streamlit drops the widgets' values on a page switch made by the app; the
+sidebar's controls are kept across it, ui/shell.py KEEP.)
+
+Order in a run (ui/shell.py): `from_link()` before the menu is made (a deck link on a session's first run: the deck
+and its language), `follow()` right after st.navigation (a slide chosen by a callback: switch to its page), `top()`
+before the sidebar (a slide link's page, messages, the bar), `add_button()` in the sidebar under "Share with the
+class".
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import streamlit as st
 
 from i18n import LANG_NAMES, LANGS, error_message, t
 from model import DEFAULT_MODEL, HeadlightError
+from model.data import TASKS
 from model.examples import DEFAULT_TEXT
 from viz.handout import HandoutSlide, handout_pdf
 
@@ -36,6 +44,7 @@ from .deckfile import (
     MAX_TITLE,
     OPTION_KEYS,
     QUERY_KEYS,
+    TAB_KEYS,
     Deck,
     DeckError,
     Slide,
@@ -43,24 +52,28 @@ from .deckfile import (
     example,
     from_json,
     page_name,
+    tab_label,
     to_json,
 )
 from .pages import BY_NAME, page_file
 from .state import safe_callback
 from .tour import STEP as TOUR_STEP
 from .tour import URL_DONE as TOUR_URL_DONE
-from .view import K_LANG, md_escape
-from .widgets import ARROWS_TAKEN, session_lang, slug
+from .view import K_BLOCK, K_DEVICE, K_HEAD, K_LANG, K_LAYER, K_LECTURE, K_MODEL, K_TEXT, K_TOKEN, md_escape
+from .widgets import ARROWS_TAKEN, NO_FOCUS_FRAME_CSS, session_lang, slug
 
 DECK, PRESENT, GOTO, PAGE, MSGS, URL_DONE, LINK, HANDOUT = (
     "_deck", "_deck_present", "_deck_goto", "_deck_page", "_deck_msgs", "_deck_url_done", "_deck_link",
     "_deck_handout")
+BACK = "_deck_back"  # the view a presentation started from (a Slide): where "Exit" returns
+LINK_SLIDE = "_deck_link_slide"  # a first run's `?deck=<id>&slide=<i>`: its page is checked once the page is known
 K_TITLE, K_DECK_LANG, K_UPLOAD = "deck_title", "deck_lang", "deck_upload"
 PAGE_NAME = "deck"  # this page's URL path (ui/pages.py)
 
 PRESENT_CSS = """<style>
-section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
-</style>"""  # a constant: the present mode's slide takes the whole width
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+  display: none !important; }
+</style>""" + NO_FOCUS_FRAME_CSS  # constants: the present mode's slide takes the whole width, with no focus frame
 
 
 UPLOAD_CSS = """<style>
@@ -92,20 +105,25 @@ def _msg(key: str, params: dict, lang: str) -> str:
 # ---- showing a slide -----------------------------------------------------------------------------------------------
 def _open(deck: Deck, i: int, present: dict | None) -> None:
     """In a callback: set the session for slide i and ask the next run to switch to its page."""
-    ss = st.session_state
-    slide = deck.slides[i]
-    query = slide.url_query()
-    query.setdefault("lang", deck.lang)
     if present is not None:
         present["slide"] = i
-        query.update({k: str(v) for k, v in (("deck", present.get("id")), ("slide", i)) if v is not None})
+    _show(deck.slides[i], deck.lang, present)
+
+
+def _show(slide: Slide, lang: str, present: dict | None) -> None:
+    """Set the session for a slide (in `lang` unless it names its own) and ask the next run to switch to its page;
+    `present`: the present mode's place ({"id", "slide", "back"}), or None."""
+    ss = st.session_state
+    query = slide.url_query()
+    query.setdefault("lang", lang)
+    if present is not None:
+        where = {"deck": present.get("id"), "slide": present.get("slide"), "back": present.get("back")}
+        query.update({k: str(v) for k, v in where.items() if v is not None})
     ss[PRESENT] = present
     if query["lang"] in LANGS:
         ss[K_LANG] = query["lang"]  # this run's language already (the link is read again after it starts)
     for key, value in slide.options.items():
         ss[key] = value
-    if "hl_tab" in query:
-        ss["hl_tab"] = query["hl_tab"]
     if slide.page == "tour":
         ss.pop(TOUR_URL_DONE, None)  # the tour reads its step from the link again
         if "step" not in query and isinstance(ss.get(TOUR_STEP), int):
@@ -132,8 +150,48 @@ def _go(i: int) -> None:
 
 @safe_callback
 def _exit() -> None:
-    st.session_state[PRESENT] = None
-    st.session_state[GOTO] = (PAGE_NAME, {"lang": session_lang()})
+    """Leave the presentation: back to the view it started from (after a reload, the one its link keeps)."""
+    ss = st.session_state
+    present = ss.get(PRESENT) if isinstance(ss.get(PRESENT), dict) else {}
+    back = ss.pop(BACK, None)
+    if not isinstance(back, Slide):
+        back = _stored_back(present.get("back"))
+    if back is None:  # a presentation from an older link: the deck page, the session as it is
+        ss[PRESENT] = None
+        ss[GOTO] = (PAGE_NAME, {"lang": session_lang()})
+        return
+    _show(back, session_lang(), None)
+
+
+def here() -> Slide:
+    """The view on screen as a slide, from the session's own state: its page, the sidebar's every value (the URL
+    leaves out the defaults and a long sentence), the page's own keys and options."""
+    ss, qp = st.session_state, st.query_params
+    query = {k: qp.get(k) for k in QUERY_KEYS}
+    query.update({K_TEXT: ss.get(K_TEXT), K_MODEL: ss.get(K_MODEL), K_DEVICE: ss.get(K_DEVICE),
+                  K_LAYER: ss.get(K_LAYER), K_HEAD: ss.get(K_HEAD), K_TOKEN: ss.get(K_TOKEN),
+                  K_LECTURE: "1" if ss.get(K_LECTURE) else "0", K_LANG: session_lang()})
+    query[K_BLOCK] = qp.get(K_BLOCK)  # the block in view (a stale one of another model is not in the URL)
+    return capture(ss.get(PAGE, ""), query, {k: ss.get(k) for k in OPTION_KEYS})
+
+
+def _stored_back(sid) -> Slide | None:
+    """The view a presentation started from, kept in the link store under `sid` (a one-slide deck)."""
+    payload = shortlinks.get("deck", sid) if isinstance(sid, str) else None
+    try:
+        deck = from_json(payload)[0] if payload is not None else None
+    except DeckError:
+        return None
+    return deck.slides[0] if deck is not None and len(deck) == 1 else None
+
+
+def _back_id(back: Slide) -> str | None:
+    """Keep the view to go back to in the link store, for a reload while presenting (None if it cannot be kept)."""
+    try:
+        return shortlinks.put("deck", to_json(Deck(lang=back.query.get("lang", "en"), slides=(back,))))
+    except (OSError, ValueError) as exc:
+        logging.getLogger("headlight").warning("deck: the view to go back to: %s", exc)
+        return None
 
 
 def _share_id(deck: Deck) -> str | None:
@@ -148,10 +206,12 @@ def _share_id(deck: Deck) -> str | None:
 
 @safe_callback
 def _present(i: int) -> None:
+    ss = st.session_state
     deck = _pull(current())
-    st.session_state[DECK] = deck
+    ss[DECK] = deck
     if 0 <= i < len(deck):
-        _open(deck, i, {"id": _share_id(deck)})
+        ss[BACK] = back = here()
+        _open(deck, i, {"id": _share_id(deck), "back": _back_id(back)})
 
 
 @safe_callback
@@ -163,41 +223,32 @@ def _visit(i: int) -> None:
 
 
 # ---- above every page: the deck link, messages, the bar -----------------------------------------------------------
-def top(url_path: str, lang: str) -> None:
-    ss = st.session_state
-    ss[PAGE] = url_path
-    if not ss.get(URL_DONE):
-        ss[URL_DONE] = True
-        _from_url(lang)
-    for kind, text in ss.pop(MSGS, []):
-        getattr(st, kind)(text, icon=":material/warning:" if kind == "warning" else ":material/slideshow:")
-    present = ss.get(PRESENT)
-    deck = current()
-    if isinstance(present, dict) and not 0 <= present.get("slide", -1) < len(deck):
-        ss[PRESENT] = present = None
-    ss[ARROWS_TAKEN] = bool(present)
-    if present:
-        bar(deck, present, lang)
-
-
-def _from_url(lang: str) -> None:
-    """A session's first run: `?deck=<id>` loads that deck; with `&slide=<i>` it is being presented."""
-    qp = st.query_params
+def from_link() -> None:
+    """A session's first run, before the menu is made: `?deck=<id>` loads that deck and, unless the link names a
+    language, takes the deck's (the whole page, its menu too, is drawn in it); with `&slide=<i>` it is being
+    presented (`top()` opens the slide's page)."""
+    ss, qp = st.session_state, st.query_params
+    if ss.get(URL_DONE):
+        return
+    ss[URL_DONE] = True
     sid = qp.get("deck")
     if sid is None:
         return
     payload = shortlinks.get("deck", sid)
     if payload is None:
-        _say("warning", t("deck.link_unknown", lang, id=md_escape(sid[:40])))
+        _say("warning", t("deck.link_unknown", session_lang(), id=md_escape(sid[:40])))
         return
     try:
         deck, notes = from_json(payload)
     except DeckError as exc:
-        _say("warning", _msg(exc.key, exc.params, lang))
+        _say("warning", _msg(exc.key, exc.params, session_lang()))
         return
+    if qp.get(K_LANG) not in LANGS:
+        ss[K_LANG] = deck.lang
+    lang = session_lang()
     for note in notes:
         _say("info", _msg(note.key, note.params, lang))
-    st.session_state[DECK] = deck
+    ss[DECK] = deck
     _push(deck)
     raw = qp.get("slide")
     if raw is not None:
@@ -206,12 +257,28 @@ def _from_url(lang: str) -> None:
         except ValueError:
             i = -1
         if 0 <= i < len(deck):
-            st.session_state[PRESENT] = present = {"id": sid, "slide": i}
-            if page_name(st.session_state.get(PAGE, "")) != deck.slides[i].page:  # a link of another page: the
-                _open(deck, i, present)  # slide's own view
-                follow()
+            ss[PRESENT] = {"id": sid, "slide": i, "back": qp.get("back")}
+            ss[LINK_SLIDE] = True
         else:
             _say("warning", t("deck.bad_slide", lang, value=md_escape(str(raw)[:20]), n=len(deck)))
+
+
+def top(url_path: str, lang: str) -> None:
+    ss = st.session_state
+    ss[PAGE] = url_path
+    present = ss.get(PRESENT)
+    deck = current()
+    if ss.pop(LINK_SLIDE, False) and isinstance(present, dict) and 0 <= present["slide"] < len(deck):
+        if page_name(url_path) != deck.slides[present["slide"]].page:  # a link of another page: the slide's own view
+            _open(deck, present["slide"], present)
+            follow()
+    for kind, text in ss.pop(MSGS, []):
+        getattr(st, kind)(text, icon=":material/warning:" if kind == "warning" else ":material/slideshow:")
+    if isinstance(present, dict) and not 0 <= present.get("slide", -1) < len(deck):
+        ss[PRESENT] = present = None
+    ss[ARROWS_TAKEN] = bool(present)
+    if present:
+        bar(deck, present, lang)
 
 
 def bar(deck: Deck, present: dict, lang: str) -> None:
@@ -219,8 +286,9 @@ def bar(deck: Deck, present: dict, lang: str) -> None:
     i, n = present["slide"], len(deck)
     slide = deck.slides[i]
     qp = st.query_params
-    if present.get("id") and (qp.get("deck"), qp.get("slide")) != (present["id"], str(i)):
-        qp.update({"deck": present["id"], "slide": str(i)})
+    where = {"deck": present.get("id"), "slide": str(i), "back": present.get("back")}
+    if present.get("id") and any(v is not None and qp.get(k) != v for k, v in where.items()):
+        qp.update({k: v for k, v in where.items() if v is not None})
     st.markdown(PRESENT_CSS, unsafe_allow_html=True)
     with st.container(border=True, key="deck_bar"):
         c1, c2, c3, c4 = st.columns([1, 6, 1, 1], vertical_alignment="center")
@@ -379,13 +447,20 @@ def summary(slide: Slide, lang: str) -> str:
         parts.append(md_escape(q["model"]))
     if q.get("layer") is not None and q.get("head") is not None:
         parts.append(t("widgets.layer_head", lang, layer=md_escape(q["layer"]), head=md_escape(q["head"])))
-    if q.get("step"):
-        parts.append(t("deck.step", lang, step=md_escape(q["step"])))
-    for key in ("steps_tab", "pe_tab", "mask_tab", "ex_tab"):
-        if slide.options.get(key):
-            parts.append(md_escape(slide.options[key]))
-    if q.get("hl_tab"):
-        parts.append(md_escape(q["hl_tab"]))
+    if q.get("s2s_model"):  # the Encoder-decoder page's own model, task, teacher forcing, layer and step
+        parts.append(md_escape(q["s2s_model"]))
+    if q.get("s2s_task") in TASKS:
+        parts.append(t(f"s2s.task.{q['s2s_task']}", lang))
+    if q.get("s2s_tf") == "1":
+        parts.append(t("s2s.teacher", lang))
+    if q.get("s2s_layer") is not None:
+        parts.append(f"{t('s2s.decoder_layer', lang)} {md_escape(q['s2s_layer'])}")
+    for key in ("step", "s2s_step"):
+        if q.get(key):
+            parts.append(t("deck.step", lang, step=md_escape(q[key])))
+    key = TAB_KEYS.get(slide.page)
+    if key and q.get(key):
+        parts.append(md_escape(tab_label(key, q[key], lang)))
     text = q.get("text", "")
     if text:
         parts.append("“" + md_escape(text if len(text) <= 60 else text[:60] + "…") + "”")

@@ -11,9 +11,8 @@ from viz.steps import SECTION_OF, stage_figure
 from viz.theme import column_width
 
 from . import runs
-from .labs import lazy_tabs
 from .view import View
-from .widgets import Export, chart, layer_head, table
+from .widgets import Export, chart, layer_head, localised_tabs, table
 
 
 def block_label(block: str, lang: str) -> str:
@@ -57,7 +56,7 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     if pre_ln:
         st.caption(t("steps.decoder_only", lang, norm="RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"))
     keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
-    return list(zip(names, lazy_tabs(keys, "steps_tab", lang)))
+    return list(zip(names, localised_tabs(keys, "steps_tab", lang, url=True)))
 
 
 def ssru(view: View) -> bool:

@@ -116,7 +116,7 @@ def navigation(step: int, lg: str, where: str) -> None:
     c3.button(t("tour.next", lg), key=f"tour_next_{where}", on_click=_go, args=(1,), disabled=step == N_STEPS,
               type="primary", width="stretch", shortcut=right, help=t("tour.keys", lg))
     if where == "top":
-        st.markdown(NO_FOCUS_FRAME_CSS, unsafe_allow_html=True)  # a constant: the arrow keys leave no frame
+        st.html(NO_FOCUS_FRAME_CSS)  # a constant: the arrow keys leave no frame
         st.session_state[JUMP] = step
         c2.selectbox(t("tour.jump", lg), range(1, N_STEPS + 1), key=JUMP, on_change=_go, label_visibility="collapsed",
                      format_func=lambda i: t("tour.step_title", lg, i=i, n=N_STEPS,

@@ -12,9 +12,9 @@ from streamlit.testing.v1 import AppTest
 
 from i18n import t
 from ui import shortlinks
-from ui.deck import DECK, PRESENT
 from ui.deckfile import Deck, example, from_json, to_json
 from ui.pages import page_file
+from ui.present import DECK, PRESENT
 from ui.shell import PAGES_KEY
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

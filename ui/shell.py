@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import class_student, deck, readable, runs, share, store
+from . import class_student, deck, present, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -76,10 +76,10 @@ def current_view() -> View:
 
 def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
-    deck.from_link()  # a deck's link on a session's first run: the deck, in its language (the menu's too)
+    present.from_link()  # a deck's link on a session's first run: the deck, in its language (the menu's too)
     lang = session_lang()
     page = st.navigation(session_pages(lang))
-    deck.follow()  # a lesson deck's slide chosen by a callback: its page
+    present.follow()  # a lesson deck's slide chosen by a callback: its page
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -87,7 +87,7 @@ def run() -> None:
         # the one torch thread per run mean more concurrent runs would not be faster
         prefetch_trace(page.url_path)
         with store.compute_slot():
-            deck.top(page.url_path, lang)  # a slide link's page, messages, the present mode's bar
+            present.top(page.url_path, lang)  # a slide link's page, messages, the present mode's bar
             view = sidebar(page.url_path)
             class_student.top(view)  # a student's class (a link with ?room=CODE): the banner and its question
             token = _VIEW.set(view)

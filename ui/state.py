@@ -6,8 +6,8 @@ an invalid one (layer 99, head -1, an unknown model, 100,000 characters of text)
 visible notice. Layer, head, token and block wait in PENDING until the model is known (ui/view.py `resolve`). The
 page itself is in the URL path, as `st.navigation` gives it. A page's own keys (ui/deckfile.py PAGE_QUERY: the open
 tab's id, the Encoder-decoder page's choices) wait in PAGE_PENDING until the page draws their widgets (`page_param`),
-which check them and write them back (`write_page_params`), so a share link and a deck slide carry them too. The sidebar that owns these widgets is drawn once per
-run by the shell (ui/shell.py).
+which check them and write them back (`write_page_params`), so a share link and a deck slide carry them too. The
+sidebar that owns these widgets is drawn once per run by the shell (ui/shell.py).
 """
 
 from __future__ import annotations

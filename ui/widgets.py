@@ -78,17 +78,16 @@ def shared_kv(model, head: int, block: str = "decoder_self") -> int | None:
     return kv_head(head, cfg.n_heads, getattr(cfg, "n_kv_heads", None))
 
 
-def localised_tabs(names: Sequence[str], key: str, lang: str, *, ids: Sequence[str] | None = None, url: bool = False,
-                   on_change="rerun", **fmt):
+def localised_tabs(names: Sequence[str], key: str, lang: str, *, url: bool = False, on_change="rerun", **fmt):
     """The one tab helper: lazy st.tabs (on_change="rerun": only the open tab is built, `tab.open`) labelled
     `t(name, lang, **fmt)` for each catalogue key in `names`. Session state holds the open tab's LABEL (Streamlit's
-    tabs); a tab is known elsewhere by its id (`ids`, by default the end of its catalogue key: "ffn" for
-    "steps.tab.ffn"). A label of another language (a change of language) or an id becomes the same tab in this one;
-    any other value falls back to the first tab. `url`: the open tab's id is in the page's link under `key`, so a
+    tabs); a tab is known elsewhere by its id, the end of its catalogue key ("ffn" for "steps.tab.ffn"). A label of
+    another language (a change of language) or an id becomes the same tab in this one; any other value falls back to
+    the first tab. `url`: the open tab's id is in the page's link under `key`, so a
     share link and a deck slide reopen it: the link's value (ui/state.py page_param; an old link's label too) opens
     its tab, and one that names no tab opens the first with a notice."""
     labels = [t(n, lang, **fmt) for n in names]
-    ids = list(ids) if ids is not None else [n[n.rfind(".") + 1:] for n in names]
+    ids = [n[n.rfind(".") + 1:] for n in names]
     ss = st.session_state
 
     def index(value) -> int | None:

@@ -113,7 +113,7 @@ def sections(view: View, d: Derived, mode: str, opts: tuple) -> None:
     c1.toggle(t("ex.quiz", view.lang), key=K_QUIZ, help=t("ex.quiz_help", view.lang))
     with c2:
         quiz.score_line(view.lang)
-    tabs = localised_tabs(TAB_KEYS, K_TAB, view.lang, on_change="rerun")
+    tabs = localised_tabs(TAB_KEYS, K_TAB, view.lang, url=True)
     for tab, draw in zip(tabs, (one_head, all_heads, token_section, metrics_section, data_section)):
         if tab.open:
             with tab:

@@ -1,9 +1,9 @@
 """A lesson deck's PDF handout: each slide's page shows the figures of the slide's OWN view, read from the same runs
 the page draws (ui.runs, through the shared store), so a handout never prints another view's numbers.
 
-    slide page / its options                 the handout's figures
+    slide page / its link's own keys          the handout's figures
     explorer, heads, class (and any other)   the one-head attention map of the slide's block, layer and head
-    steps (steps_tab)                        the open tab's stages (X; Q, K, V; the scaled and masked scores; A and Z;
+    steps (steps_tab, by its id)             the open tab's stages (X; Q, K, V; the scaled and masked scores; A and Z;
                                              Concat and W_O's output; an Add & Norm's sum and result; the FFN)
     tour (step)                              the step's own figure: the token table, X, the positions, the stages
                                              of viz.tour.STEP_STAGES, the sublayers, the decoder's masked
@@ -12,7 +12,7 @@ the page draws (ui.runs, through the shared store), so a handout never prints an
     masks (mask_tab)                         the padded batch's mask and a padded row's weights; or the padding,
                                              look-ahead and combined masks of "I am sam <pad>"
     positional (pe_tab)                      the PE table; X, PE and X + PE; or RoPE's q and k before and after
-    seq2seq (task, teacher_forcing, ...)     the decoder's masked self-attention and the cross-attention
+    seq2seq (s2s_task, s2s_tf, ...)          the decoder's masked self-attention and the cross-attention
 
 The PDF itself is viz/handout.py. Nothing here draws with Streamlit but `handout_bytes`' caller (ui/deck.py).
 """
@@ -79,10 +79,6 @@ class _Slide:
     head: int
     lang: str
     device: str
-
-    @property
-    def options(self) -> dict:
-        return self.slide.options
 
     @property
     def query(self) -> dict:
@@ -165,7 +161,7 @@ def _steps(c: _Slide) -> list[Panel]:
     block = c.query.get("block") if c.query.get("block") in blocks else m.main_block
     pre = m.config.norm_placement == "pre"
     names = step_tabs(block, True, pre)
-    tab = tab_name(c.options.get("steps_tab"), names, [f"steps.tab.{n}" for n in names])
+    tab = tab_name(c.query.get("steps_tab"), names, [f"steps.tab.{n}" for n in names])
     if tab in ATTENTION_TABS:
         return _stages(c, block, TAB_STAGES[tab])
     if tab.startswith("vocab"):
@@ -188,14 +184,14 @@ def _decoder(c: _Slide, key: str = "cross") -> str:
 
 def _decoding(c: _Slide, name: str, *, self_attn: bool, cross: bool) -> list[Panel]:
     loaded = c.loaded(name)
-    task = c.options.get("task") if c.options.get("task") in TASKS else TASKS[0]
+    task = c.query.get("s2s_task") if c.query.get("s2s_task") in TASKS else TASKS[0]
     task = task if name == DECODER_MODEL else None
-    teacher = bool(c.options.get("teacher_forcing")) and task is not None
+    teacher = c.query.get("s2s_tf") == "1" and task is not None
     run = runs.decoding_run(c.device, c.text, task, teacher, name=name)
     n_layers, lg = loaded.config.n_decoder_layers, c.lang
-    layer = _int(c.options.get("s2s_layer"), n_layers - 1)
+    layer = _int(c.query.get("s2s_layer"), n_layers - 1)
     layer = min(max(layer, 0), n_layers - 1)
-    head = c.options.get("s2s_head", "mean")
+    head = c.query.get("s2s_head", "mean")
     head = "mean" if head in (None, "mean") or not 0 <= _int(head, -1) < loaded.n_heads("cross") else _int(head)
     where = vs.head_name(layer, head, lg)
     out: list[Panel] = []
@@ -273,7 +269,7 @@ def _tour(c: _Slide) -> list[Panel]:
 
 def _masks(c: _Slide) -> list[Panel]:
     names = [k.rsplit(".", 1)[1] for k in MASK_TAB_KEYS]
-    tab, lg = tab_name(c.options.get("mask_tab"), names, MASK_TAB_KEYS), c.lang
+    tab, lg = tab_name(c.query.get("mask_tab"), names, MASK_TAB_KEYS), c.lang
     if tab == "look_ahead":
         words = MASK_SENTENCE.split() + ["<pad>"] * MASK_PADS
         masks = example_masks(words)
@@ -297,7 +293,7 @@ def _masks(c: _Slide) -> list[Panel]:
 
 def _positional(c: _Slide) -> list[Panel]:
     names = [k.rsplit(".", 1)[1] for k in PE_TAB_KEYS]
-    tab, lg = tab_name(c.options.get("pe_tab"), names, PE_TAB_KEYS), c.lang
+    tab, lg = tab_name(c.query.get("pe_tab"), names, PE_TAB_KEYS), c.lang
     m = c.loaded()
     if tab == "sentence" or (tab == "rope" and m.config.positional == "rotary"):
         return _tour(_with_step(c, "positional"))
@@ -309,12 +305,12 @@ def _positional(c: _Slide) -> list[Panel]:
 
 
 def _with_step(c: _Slide, key: str) -> _Slide:
-    slide = Slide(c.slide.page, {**c.query, "step": str(vt.STEPS.index(key) + 1)}, c.options)
+    slide = Slide(c.slide.page, {**c.query, "step": str(vt.STEPS.index(key) + 1)}, c.slide.options)
     return _Slide(slide, c.model, c.text, c.layer, c.head, c.lang, c.device)
 
 
 def _seq2seq(c: _Slide) -> list[Panel]:
-    name = c.options.get("s2s_model") or _decoder(c)
+    name = c.query.get("s2s_model") or _decoder(c)
     name = name if name in s.available_models() and get_spec(name).kind == "encoder-decoder" else _decoder(c)
     return _decoding(c, name, self_attn=True, cross=True)
 

@@ -14,10 +14,10 @@ from viz.heatmap import pooling_note
 
 from . import readable, runs, store
 from . import state as s
-from .labs import lazy_tabs, set_state
+from .labs import set_state
 from .state import K_MODEL
 from .view import View
-from .widgets import Export, chart
+from .widgets import Export, chart, localised_tabs
 
 PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned", "pe.tab.rope"]  # catalogue keys of the lab's lazy tabs
 PE_TABS = [t(k) for k in PE_TAB_KEYS]  # English labels (tests open tabs by these)
@@ -94,7 +94,7 @@ def sentence_parts(view: View) -> None:
         keys, names, kinds = [*keys, "pe.parts.learned"], [*names, learned], [*kinds, "learned"]
     elif learned is not None:
         keys, names, kinds = ["pe.parts.learned", *keys], [learned, *names], ["learned", *kinds]
-    tabs = lazy_tabs(keys, "pe_parts_tab", lg, model=encdec.name, learned=learned or "")
+    tabs = localised_tabs(keys, "pe_parts_tab", lg, model=encdec.name, learned=learned or "")
     for tab, name, kind in zip(tabs, names, kinds):
         if not tab.open:
             continue

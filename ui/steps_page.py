@@ -12,10 +12,9 @@ from viz.steps import SECTION_OF, stage_figure
 from viz.theme import column_width
 
 from . import runs
-from .labs import lazy_tabs
 from .layer_view import draw_figures, output_check
 from .view import View
-from .widgets import Export, chart, layer_head, table
+from .widgets import Export, chart, layer_head, localised_tabs, table
 
 
 def block_label(block: str, lang: str) -> str:
@@ -61,7 +60,7 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     if view.model.config.post_norms:  # Gemma: four norms a layer
         st.caption(t("steps.post_norms", lang))
     keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
-    return list(zip(names, lazy_tabs(keys, "steps_tab", lang)))
+    return list(zip(names, localised_tabs(keys, "steps_tab", lang, url=True)))
 
 
 def ssru(view: View) -> bool:

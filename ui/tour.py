@@ -39,7 +39,7 @@ from . import quiz, runs
 from . import tour_decoder as dec
 from .layer_view import draw_figures, output_check
 from .view import View, show_value
-from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
+from .widgets import ARROWS_TAKEN, NO_FOCUS_FRAME_CSS, Export, chart, model_facts, presenting, session_lang, table
 
 STEPS = vt.STEPS
 N_STEPS = len(STEPS)
@@ -102,6 +102,7 @@ def navigation(step: int, lg: str, where: str) -> None:
     c3.button(t("tour.next", lg), key=f"tour_next_{where}", on_click=_go, args=(1,), disabled=step == N_STEPS,
               type="primary", width="stretch", shortcut=right, help=t("tour.keys", lg))
     if where == "top":
+        st.html(NO_FOCUS_FRAME_CSS)  # a constant: the arrow keys leave no frame
         st.session_state[JUMP] = step
         c2.selectbox(t("tour.jump", lg), range(1, N_STEPS + 1), key=JUMP, on_change=_go, label_visibility="collapsed",
                      format_func=lambda i: t("tour.step_title", lg, i=i, n=N_STEPS,
@@ -119,7 +120,8 @@ def render(view: View) -> None:
     st.title(t("tour.title", lg))
     if st.session_state.get(NOTICE):
         st.warning(st.session_state[NOTICE], icon=":material/warning:")
-    navigation(step, lg, "top")
+    if not presenting():  # a presented deck's bar is the one Back / Next (and it owns the arrow keys)
+        navigation(step, lg, "top")
     st.html(CSS)
     st.subheader(t("tour.step_title", lg, i=step, n=N_STEPS, title=t(f"tour.{key}.title", lg)))
     quiz_on = st.toggle(t("quiz.toggle", lg), key="quiz_on", help=t("quiz.toggle_help", lg))
@@ -144,8 +146,9 @@ def render(view: View) -> None:
             st.info(t("tour.need_text", lg), icon=":material/edit:")
         else:
             _encoder_step(view, key, lg, quiz_on)
-    st.divider()
-    navigation(step, lg, "bottom")
+    if not presenting():
+        st.divider()
+        navigation(step, lg, "bottom")
 
 
 def body_key(key: str, facts: ModelFacts) -> str:
@@ -174,7 +177,8 @@ class _Ctx:
 
     @property
     def where(self) -> str:
-        return t("tour.where", self.lg, model=self.view.model_name, layer=self.layer, head=self.head)
+        key = "tour.where_present" if presenting() else "tour.where"  # no sidebar to point to while presenting
+        return t(key, self.lg, model=self.view.model_name, layer=self.layer, head=self.head)
 
 
 def sublayer_steps(name: str, device: str, text: str, block: str, layer: int) -> dict:

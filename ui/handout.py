@@ -1,7 +1,7 @@
 """A lesson deck's PDF handout: each slide's page shows the figures of the slide's OWN view, read from the same runs
 the page draws (ui.runs, through the shared store), so a handout never prints another view's numbers.
 
-    slide page / its link's own keys          the handout's figures
+    slide page / its link's own keys         the handout's figures
     explorer, heads, class (and any other)   the one-head attention map of the slide's block, layer and head
     steps (steps_tab, by its id)             the open tab's stages (X; Q, K, V; the scaled and masked scores; A and Z;
                                              Concat and W_O's output; an Add & Norm's sum and result; the FFN)

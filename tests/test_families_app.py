@@ -92,11 +92,11 @@ def test_step_by_step_shows_the_qk_norms_and_the_post_norms(folders, lang):
     captions = " ".join(c.value for c in at.caption)
     assert t("steps.cap.mask_window", lang, w=4, w1=3) in captions
     assert t("steps.cap.scaled_scalar", lang, s="13", k=10, sqrt=float(np.sqrt(13))) in captions
-    at = _run("hl-gemma3", page_file("steps"), "steps_tab", t("steps.tab.add_norm_pre", lang), lang, layer="2")
+    at = _run("hl-gemma3", page_file("steps"), "steps_tab", "add_norm_pre", lang, layer="2")
     titles = _titles(at)
     assert any(x.startswith(t("steps.post_norm1_fig", lang, n=0, d=0).split(" · ")[0]) for x in titles), titles
     assert any(x.startswith(t("tour.rms.g_fig_offset", lang)) for x in titles), titles  # 1 + γ
-    at = _run("hl-gemma3", page_file("steps"), "steps_tab", t("steps.tab.output_pre", lang), lang, layer="3")
+    at = _run("hl-gemma3", page_file("steps"), "steps_tab", "output_pre", lang, layer="3")
     titles = _titles(at)
     assert any(x.startswith(t("steps.post_norm2_fig", lang, n=0, d=0).split(" · ")[0]) for x in titles), titles
     ok = [s.value for s in at.success if s.value.startswith(t("tour.ffn.check", lang, diff=0, layer=3).split("(")[0])]

@@ -26,7 +26,7 @@ PAGES = {page_file("explorer"): (ex.K_TAB, ex.TABS), page_file("heads"): (uh.K_T
          page_file("positional"): ("pe_tab", pe_lab.PE_TABS), page_file("masks"): ("mask_tab", mask_lab.MASK_TABS),
          page_file("seq2seq"): (None, [None]), page_file("tour"): (None, [None])}
 # the Step by step tabs: the encoder's (BERT; BART's sidebar block is its encoder) or the pre-LN stack's (GPT-2)
-STEP_TABS = {m: [t(f"steps.tab.{n}") for n in step_tabs("encoder", False, pre_ln=m == "hl-gpt2")]
+STEP_TABS = {m: [t(f"steps.tab.{n}", norm="LN") for n in step_tabs("encoder", False, pre_ln=m == "hl-gpt2")]
              for m in ("hl-bert", "hl-gpt2", "hl-bart")}
 
 
@@ -134,7 +134,7 @@ def test_gpt2_step_by_step_walks_the_pre_ln_layer_to_its_output(folders, lang):
         at.query_params.update({"model": "hl-gpt2", "text": TEXT, "lang": lang, "layer": "1"})
         at.run()
         at.switch_page(page_file("steps"))
-        at.session_state["steps_tab"] = t(f"steps.tab.{tab}", lang)
+        at.session_state["steps_tab"] = tab  # by its id (ui.widgets.localised_tabs)
         at.run()
         assert_ok(at)
         assert not at.error and not at.warning, [e.value for e in [*at.error, *at.warning]]

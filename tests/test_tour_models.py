@@ -194,7 +194,7 @@ def _steps_tab(model: str, tab: str, lang: str = "en") -> AppTest:
     at.query_params.update({"model": model, "text": TEXT, "lang": lang})
     at.run()
     at.switch_page(page_file("steps"))
-    at.session_state["steps_tab"] = t(f"steps.tab.{tab}", lang)
+    at.session_state["steps_tab"] = tab  # the tab by its id (ui.widgets.localised_tabs)
     at.run()
     assert_ok(at)
     return at

@@ -60,7 +60,8 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     if view.model.config.post_norms:  # Gemma: four norms a layer
         st.caption(t("steps.post_norms", lang))
     keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
-    return list(zip(names, localised_tabs(keys, "steps_tab", lang, url=True)))
+    norm = "RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"  # the pre-LN tab names the model's own norm
+    return list(zip(names, localised_tabs(keys, "steps_tab", lang, url=True, norm=norm)))
 
 
 def ssru(view: View) -> bool:

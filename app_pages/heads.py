@@ -10,13 +10,13 @@ from ui import heads as uh
 from ui.crosslingual import crosslingual
 from ui.shell import current_view
 from ui.state import require_trace
-from ui.widgets import layer_head, shared_kv
+from ui.widgets import layer_head, presenting, shared_kv
 
 view = current_view()
 view = view.on_block(view.model.main_block)  # the lab reads the encoder (or a decoder-only model's one stack)
 st.title(t("heads.page", view.lang))
 require_trace(view)
-st.caption(t("heads.caption", view.lang, model=view.model_name, where=layer_head(view.layer, view.head, view.lang,
+st.caption(t("heads.caption_present" if presenting() else "heads.caption", view.lang, model=view.model_name, where=layer_head(view.layer, view.head, view.lang,
                                                                       shared_kv(view.model, view.head, view.block)),
              token=view.token))
 for tab, draw in zip(uh.tabs(view), (uh.minimal_pairs, uh.surgery, uh.beyond_weights, uh.atlas, crosslingual,

@@ -7,15 +7,16 @@ open one is built and sent); sections: ui/pe_lab.py. Text: i18n "pe.*" (the side
 import streamlit as st
 
 from i18n import t
-from ui import labs, pe_lab
+from ui import pe_lab
 from ui.shell import current_view
+from ui.widgets import localised_tabs
 
 view = current_view()
 st.title(t("pe.title", view.lang))
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right) \qquad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 pe_lab.position_kind_notice(view)
-tabs = labs.lazy_tabs(pe_lab.PE_TAB_KEYS, "pe_tab", view.lang)
+tabs = localised_tabs(pe_lab.PE_TAB_KEYS, "pe_tab", view.lang, url=True)
 
 
 def your_sentence(view) -> None:

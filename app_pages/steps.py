@@ -11,7 +11,7 @@ from i18n import t
 from ui import runs, steps_page
 from ui.shell import current_view
 from ui.state import require_trace
-from ui.widgets import layer_head
+from ui.widgets import layer_head, presenting
 from viz.steps import ATTENTION_TABS, build_stages
 
 view = current_view()
@@ -21,7 +21,7 @@ st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\fr
          r"\qquad \operatorname{MultiHead} = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}")
 trace = require_trace(view)
 where = layer_head(view.layer, view.head, lg)
-st.caption(t("steps.caption", lg, model=view.model_name, block=steps_page.block_label(view.block, lg), where=where)
+st.caption(t("steps.caption_present" if presenting() else "steps.caption", lg, model=view.model_name, block=steps_page.block_label(view.block, lg), where=where)
            + ("" if view.model.trained else t("steps.untrained", lg)))
 steps = runs.attention_steps(view.model_name, view.device, view.text, view.block, view.layer, view.head)
 diff = float(np.abs(steps["weights"] - trace.attention(view.block)[view.layer, view.head]).max())

@@ -1,6 +1,7 @@
 """ui/deckfile.py, the lesson deck without Streamlit: JSON round trip, the checks of an imported file (bad JSON,
 huge files, unknown pages and keys, wrong types: a DeckError or a DeckNote, never a traceback), reorder and delete,
-capturing a view, and the example decks of the lecture's pipeline."""
+capturing a view (a tab by its id, the Encoder-decoder page's own keys), a version 1 file's tab labels read as ids,
+and the example decks of the lecture's pipeline."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ SCRIPT = "<script>alert(1)</script>"
 def _deck() -> Deck:
     return Deck(title=f"어텐션 {SCRIPT}", lang="ko", slides=(
         Slide("explorer", {"text": "그 동물은 너무 피곤해서 길을 건너지 않았다", "model": "multilingual-e5-small",
-                           "layer": "3", "head": "1", "lang": "ko"}, {"ex_tab": "모든 헤드", "ex_hide_special": True},
+                           "layer": "3", "head": "1", "lang": "ko", "ex_tab": "all"}, {"ex_hide_special": True},
               title=SCRIPT, note="줄 하나\n줄 둘"),
         Slide("tour", {"text": "I am good", "step": "6"}, title="Mask"),
-        Slide("steps", {"layer": "0"}, {"steps_tab": "2 · W_Q, W_K, W_V and Q, K, V"}),
+        Slide("steps", {"layer": "0", "steps_tab": "qkv"}),
+        Slide("seq2seq", {"s2s_model": "seq2seq-tiny", "s2s_task": "reverse", "s2s_tf": "1", "s2s_layer": "0",
+                          "s2s_head": "mean", "s2s_step": "3"}),
     ))
 
 
@@ -48,7 +51,8 @@ def test_round_trip_keeps_everything_as_text():
     assert back == deck and notes == []
     assert from_json(text.encode("utf-8"))[0] == deck
     obj = json.loads(text)
-    assert obj["format"] == "headlight-deck" and obj["version"] == df.VERSION == 1
+    assert obj["format"] == "headlight-deck" and obj["version"] == df.VERSION == 2
+    assert obj["slides"][2]["query"]["steps_tab"] == "qkv" and obj["slides"][2]["options"] == {}  # a tab's id
 
 
 @pytest.mark.parametrize("data,key", [
@@ -88,7 +92,7 @@ def test_wrong_types_at_the_top(change, where, want):
     ({"page": "steps", "query": {"layer": [1]}}, "slides[1].query.layer", "text"),
     ({"page": "steps", "query": {"lecture": True}}, "slides[1].query.lecture", "text"),
     ({"page": "steps", "options": {"ex_hide_special": "yes"}}, "slides[1].options.ex_hide_special", "bool"),
-    ({"page": "steps", "options": {"steps_tab": 2}}, "slides[1].options.steps_tab", "text"),
+    ({"page": "steps", "query": {"steps_tab": 2.5}}, "slides[1].query.steps_tab", "text"),
     ({"page": "steps", "note": {"x": 1}}, "slides[1].note", "text"),
 ])
 def test_wrong_types_in_a_slide(slide, where, want):
@@ -98,7 +102,7 @@ def test_wrong_types_in_a_slide(slide, where, want):
 
 
 def test_newer_versions_and_too_many_slides():
-    assert _error(_file(version=2)).key == "deck.err.version"
+    assert _error(_file(version=3)).key == "deck.err.version"
     err = _error(_file(slides=[{"page": "steps"}] * (df.MAX_SLIDES + 1)))
     assert err.key == "deck.err.too_many"
 
@@ -136,7 +140,7 @@ def test_every_message_key_is_in_both_catalogues():
 
 
 def test_reorder_delete_edit():
-    deck = _deck()
+    deck = _deck().delete(3)
     pages = lambda d: [s.page for s in d.slides]  # noqa: E731
     assert pages(deck.move(2, -1)) == ["explorer", "steps", "tour"]
     assert pages(deck.move(0, 1)) == ["tour", "explorer", "steps"]
@@ -153,30 +157,56 @@ def test_reorder_delete_edit():
 
 def test_capture_keeps_the_view_and_the_page_options_only():
     query = {"text": "I am good", "model": "minilm-l6", "layer": "1", "head": "2", "token": "1", "lang": "ko",
-             "step": "6", "hl_tab": "Head atlas", "deck": "abcdefghij", "slide": "3", "utm": "x"}
-    options = {"ex_tab": "All heads", "ex_hide_special": 1, "steps_tab": "1 · X", "mask_tab": None}
+             "step": "6", "hl_tab": "atlas", "ex_tab": "all", "steps_tab": "x", "deck": "abcdefghij", "slide": "3",
+             "back": "abcdefghij", "utm": "x", "s2s_task": "swap", "s2s_tf": "1", "s2s_layer": "1",
+             "s2s_step": "4", "s2s_target": "t" * 500}
+    options = {"ex_mode": "mean", "ex_hide_special": 1, "mask_tab": None, "teacher_forcing": True}
+    view = {"text": "I am good", "model": "minilm-l6", "layer": "1", "head": "2", "token": "1", "lang": "ko"}
     tour = capture("tour", query, options)
-    assert tour.query == {"text": "I am good", "model": "minilm-l6", "layer": "1", "head": "2", "token": "1",
-                          "lang": "ko", "step": "6"} and tour.options == {}
+    assert tour.query == {**view, "step": "6"} and tour.options == {}
     ex = capture("", query, options, title="t")  # "" is the default page, the explorer
-    assert ex.page == "explorer" and "step" not in ex.query and "deck" not in ex.query
-    assert ex.options == {"ex_tab": "All heads", "ex_hide_special": True}
-    assert capture("/steps", query, options).options == {"steps_tab": "1 · X"}
-    assert capture("heads", query, options).query["hl_tab"] == "Head atlas"
+    assert ex.page == "explorer" and ex.query == {**view, "ex_tab": "all"}  # no deck, slide, back or other page's
+    assert ex.options == {"ex_mode": "mean", "ex_hide_special": True}
+    assert capture("/steps", query, options).query == {**view, "steps_tab": "x"}
+    assert capture("heads", query, options).query == {**view, "hl_tab": "atlas"}
+    s2s = capture("seq2seq", query, options)
+    assert s2s.query == {**view, "s2s_task": "swap", "s2s_tf": "1", "s2s_layer": "1", "s2s_step": "4",
+                         "s2s_target": "t" * 500} and s2s.options == {}  # a typed target is not cut at 200
     with pytest.raises(DeckError):
         capture("nowhere", query, options)
+
+
+@pytest.mark.parametrize("label,lang,tab", [("7 · Feed Forward", "en", "ffn"), ("2 · W_Q, W_K, W_V and Q, K, V", "en", "qkv"),
+                                            ("4 · Softmax와 Z = A V", "ko", "softmax"), ("qkv", "en", "qkv")])
+def test_a_version_1_file_keeps_its_tabs_as_ids(label, lang, tab):
+    """Version 1 kept a lab's open tab among the options, by its label (of any language), and the Head lab's in the
+    query: read as the tab's id; teacher forcing as `s2s_tf`; a label no tab has is kept for the page to refuse."""
+    assert t(f"steps.tab.{tab}", lang) == label or label == tab
+    old = {"format": "headlight-deck", "version": 1, "title": "old", "lang": lang, "slides": [
+        {"page": "steps", "query": {"layer": "1"}, "options": {"steps_tab": label}},
+        {"page": "heads", "query": {"hl_tab": t("heads.tab.surgery", lang)}},
+        {"page": "explorer", "options": {"ex_tab": t("ex.tab.metrics", lang), "ex_mode": "mean"}},
+        {"page": "positional", "options": {"pe_tab": t("pe.tab.rope", lang)}},
+        {"page": "masks", "options": {"mask_tab": t("masks.tab.look_ahead", lang)}},
+        {"page": "seq2seq", "options": {"teacher_forcing": True}},
+        {"page": "steps", "options": {"steps_tab": "9 · A renamed tab"}},
+    ]}
+    deck, notes = from_json(json.dumps(old))
+    assert notes == []
+    assert [(s.query, s.options) for s in deck.slides] == [
+        ({"layer": "1", "steps_tab": tab}, {}), ({"hl_tab": "surgery"}, {}), ({"ex_tab": "metrics"}, {"ex_mode": "mean"}),
+        ({"pe_tab": "rope"}, {}), ({"mask_tab": "look_ahead"}, {}), ({"s2s_tf": "1"}, {}),
+        ({"steps_tab": "9 · A renamed tab"}, {})]
+    assert df.tab_label("steps_tab", tab, "ko") == t(f"steps.tab.{tab}", "ko")
+    assert df.tab_label("hl_tab", "crosslingual", "en") == t("e5.tab.crosslingual", "en")
+    assert df.tab_label("steps_tab", "add_norm_dec_ssru", "en") == t("trpages.steps.tab.add_norm_dec_ssru", "en")
+    assert df.tab_label("steps_tab", "9 · A renamed tab", "en") == "9 · A renamed tab"
 
 
 def test_text_limit_matches_the_text_box():
     from ui.state import MAX_TEXT_CHARS
 
     assert df.MAX_TEXT == MAX_TEXT_CHARS
-
-
-def _labels(prefix_or_keys, lang: str) -> set[str]:
-    if isinstance(prefix_or_keys, str):
-        return {v for k, v in catalogue(lang).items() if k.startswith(prefix_or_keys)}
-    return {t(k, lang) for k in prefix_or_keys}
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -193,8 +223,9 @@ def test_the_example_decks(lang):
     assert len(deck) == 11
     assert [s.page for s in deck.slides] == ["tour", "positional", "steps", "steps", "masks", "steps", "explorer",
                                             "steps", "steps", "seq2seq", "tour"]
-    tabs = {"steps_tab": _labels("steps.tab.", lang), "pe_tab": _labels(PE_TAB_KEYS, lang),
-            "mask_tab": _labels(MASK_TAB_KEYS, lang), "ex_tab": _labels(TAB_KEYS, lang)}
+    ids = lambda keys: {k[k.rindex(".") + 1:] for k in keys}  # noqa: E731
+    tabs = {"steps_tab": {k[len("steps.tab."):] for k in catalogue(lang) if k.startswith("steps.tab.")},
+            "pe_tab": ids(PE_TAB_KEYS), "mask_tab": ids(MASK_TAB_KEYS), "ex_tab": ids(TAB_KEYS)}
     sentences = EXAMPLE_SENTENCES if lang == "en" else KOREAN_EXAMPLE_SENTENCES
     for i, slide in enumerate(deck.slides, start=1):
         assert slide.page in BY_NAME
@@ -203,7 +234,8 @@ def test_the_example_decks(lang):
         assert slide.query["text"] in sentences
         if slide.page == "tour":
             assert 1 <= int(slide.query["step"]) <= N_STEPS
-        for key, value in slide.options.items():
+        assert not set(slide.options) & set(tabs), i  # a tab is in the query, by its id
+        for key, value in slide.query.items():
             if key in tabs:
                 assert value in tabs[key], (i, key, value)
     # the deck opens the tour at its first step and closes it at the output probabilities (step 14), not at a

@@ -302,6 +302,29 @@ def test_the_deck_page_makes_the_handout_from_the_apps_weights(tmp_path, monkeyp
     assert set("Add & Norm Feed Forward") <= set(_unicode_in_cmaps(pdf))
 
 
+def test_smollm2_tour_slides_print_the_tours_own_figures():
+    """On a decoder-only rotary model the handout follows the tour (viz.tour.step_stages, decoder_source): step 3 is
+    q and k before and after RoPE, step 12 its own masked self-attention, step 13 seq2seq-tiny's cross-attention
+    (it has none), step 14 its own next token."""
+    from ui import runs
+    from ui.deckfile import Slide
+    from ui.handout import handout_slide
+
+    text = "My cat sleeps on the warm mat"
+    q = {"model": "smollm2-135m", "text": text, "layer": "2", "head": "4"}
+    got = {k: handout_slide(Slide("tour", {**q, "step": str(k)}), "cpu", "en") for k in (3, 12, 13, 14)}
+    steps = runs.attention_steps("smollm2-135m", "cpu", text, "decoder_self", 2, 4)
+    assert [p.matrix.shape for p in got[3].panels] == [steps[k].shape for k in ("Q_proj", "K_proj", "Q", "K")]
+    for panel, key in zip(got[3].panels, ("Q_proj", "K_proj", "Q", "K")):
+        assert np.array_equal(panel.matrix, steps[key])
+    masked, weights = got[12].panels
+    assert np.array_equal(weights.matrix, steps["weights"]) and weights.masked[0, 1] and not weights.masked[1, 0]
+    assert got[13].panels[0].title.startswith("seq2seq-tiny")
+    trace = runs.get_trace("smollm2-135m", "cpu", text)
+    (bars,) = got[14].panels
+    assert list(bars.bars) == [float(p) for p in trace.meta["next_probs"]]
+
+
 def test_the_generation_step_prints_the_language_models_tokens():
     """Tour step 15 on SmolLM2: the greedy tokens after the sentence, one row per step, as the tour computes them."""
     from model import load_model

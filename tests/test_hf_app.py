@@ -26,7 +26,7 @@ PAGES = {page_file("explorer"): (ex.K_TAB, ex.TABS), page_file("heads"): (uh.K_T
          page_file("positional"): ("pe_tab", pe_lab.PE_TABS), page_file("masks"): ("mask_tab", mask_lab.MASK_TABS),
          page_file("seq2seq"): (None, [None]), page_file("tour"): (None, [None])}
 # the Step by step tabs: the encoder's (BERT; BART's sidebar block is its encoder) or the pre-LN stack's (GPT-2)
-STEP_TABS = {m: [t(f"steps.tab.{n}") for n in step_tabs("encoder", False, pre_ln=m == "hl-gpt2")]
+STEP_TABS = {m: [t(f"steps.tab.{n}", norm="LN") for n in step_tabs("encoder", False, pre_ln=m == "hl-gpt2")]
              for m in ("hl-bert", "hl-gpt2", "hl-bart")}
 
 
@@ -128,13 +128,13 @@ def test_gpt2_logit_lens_last_layer_is_the_next_token_distribution(folders):
 def test_gpt2_step_by_step_walks_the_pre_ln_layer_to_its_output(folders, lang):
     """GPT-2 on Step by step: the pre-LN tabs draw LN_2 of the residual sum, the FFN and the layer output, and the
     output recomputed from its sublayers equals the model's own (the page's check passes, < 1e-5)."""
-    want = {"add_norm_pre": t("steps.pre_sum_fig", lang, n=0, d=0).split(" · ")[0], "output_pre": None}
+    want = {"add_norm_pre": t("steps.pre_sum_fig", lang, n=0, d=0, norm="LN").split(" · ")[0], "output_pre": None}
     for tab, title in want.items():
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"model": "hl-gpt2", "text": TEXT, "lang": lang, "layer": "1"})
         at.run()
         at.switch_page(page_file("steps"))
-        at.session_state["steps_tab"] = t(f"steps.tab.{tab}", lang)
+        at.session_state["steps_tab"] = tab  # by its id (ui.widgets.localised_tabs)
         at.run()
         assert_ok(at)
         assert not at.error and not at.warning, [e.value for e in [*at.error, *at.warning]]

@@ -358,3 +358,97 @@ def test_serve_public_url_command():
     assert run("10.1.2.3:8501") == "http://10.1.2.3:8501"
     lan = hosts.lan_address()
     assert run("0.0.0.0:8501") == (f"http://{lan}:8501" if lan else "")
+
+
+# ---- what the link carries of the page: the open tab, the Encoder-decoder page's choices (issue 34) -----------------
+APP = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "app.py")
+
+
+def _app_at(page: str, **query) -> AppTest:
+    """A new session opened on `/<page>?<query>` (as a link or a short link's redirect opens it)."""
+    from ui.pages import page_file
+
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.context["url"] = f"http://10.0.0.5:8501/{page}"
+    at.switch_page(page_file(page)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _shared_view(at) -> tuple[str, dict]:
+    """Click "Share with the class" and read back what its code's short link stores: (path, query)."""
+    at.sidebar.button(key="share_button").click().run()
+    assert not at.exception
+    (link,) = [c.value for c in _descendants(at.get("dialog")[0]) if type(c).__name__ == "Code"]
+    payload = shortlinks.get("view", link.rsplit("/", 1)[-1])
+    return urlsplit(payload).path, dict(parse_qsl(urlsplit(payload).query))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_share_link_keeps_the_open_tab(lang, monkeypatch):
+    """Sharing Step by step with "7 · Feed Forward" open reopened on "1 · X": the link now carries the open tab by
+    its id (steps_tab=ffn), never its label, and a phone opens that tab, in its own language too."""
+    monkeypatch.setenv(hosts.PUBLIC_URL_ENV, "http://10.0.0.5:8501")
+    at = _app_at("steps", lang=lang)
+    assert at.session_state["steps_tab"] == t("steps.tab.x", lang) and at.query_params["steps_tab"] == "x"
+    at.session_state["steps_tab"] = t("steps.tab.ffn", lang)  # the lecturer opens "7 · Feed Forward"
+    at.run()
+    assert at.query_params["steps_tab"] == "ffn"
+    path, query = _shared_view(at)
+    assert (path, query["steps_tab"], query.get("lang", "en")) == ("/steps", "ffn", lang)
+    phone = _app_at("steps", **query)
+    assert phone.session_state["steps_tab"] == t("steps.tab.ffn", lang) and not phone.warning
+    english = _app_at("steps", **{**query, "lang": "en"})
+    assert english.session_state["steps_tab"] == "7 · Feed Forward"
+    # the other lazy tabs of the pages a deck or a link opens
+    for page, key, tab in (("", "ex_tab", "ex.tab.metrics"), ("positional", "pe_tab", "pe.tab.rope"),
+                           ("masks", "mask_tab", "masks.tab.look_ahead"), ("heads", "hl_tab", "heads.tab.atlas")):
+        view = _app_at(page or "explorer", lang=lang, **{key: tab.rsplit(".", 1)[1]})
+        assert view.session_state[key] == t(tab, lang) and view.query_params[key] == tab.rsplit(".", 1)[1], page
+
+
+def test_an_old_link_with_a_tab_label_still_opens_its_tab():
+    """Links made before a tab was kept by its id held its label (the Head lab's, bound to the URL): a known label, in
+    either language, opens its tab and the link is rewritten with the id; a label no tab has (renamed) opens the
+    first tab with a notice in the interface language, never silently."""
+    at = _app_at("heads", hl_tab="Head surgery")
+    assert at.session_state["hl_tab"] == "Head surgery" and at.query_params["hl_tab"] == "surgery"
+    at = _app_at("steps", lang="ko", steps_tab="7 · Feed Forward")
+    assert at.session_state["steps_tab"] == t("steps.tab.ffn", "ko") and at.query_params["steps_tab"] == "ffn"
+    assert not at.warning
+    for lang in ("en", "ko"):
+        at = _app_at("steps", lang=lang, steps_tab="7 · Feed-forward network")
+        assert at.session_state["steps_tab"] == t("steps.tab.x", lang) and at.query_params["steps_tab"] == "x"
+        assert [w.value for w in at.warning] == [t("shell.url.tab", lang, value="'7 · Feed\\-forward network'",
+                                                   tab=t("steps.tab.x", lang))]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_share_link_keeps_the_encoder_decoder_pages_choices(lang, monkeypatch):
+    """The Encoder-decoder page's own model, task, teacher forcing, decoder layer and head and step are in its link:
+    a phone opens the same run at the same step; a value the page does not offer keeps its choice, with a notice."""
+    monkeypatch.setenv(hosts.PUBLIC_URL_ENV, "http://10.0.0.5:8501")
+    at = _app_at("seq2seq", lang=lang, text="I am good and you are not")
+    at.radio(key="task").set_value("reverse").run()
+    at.toggle(key="teacher_forcing").set_value(True).run()
+    at.selectbox(key="s2s_layer").set_value(0).run()
+    at.selectbox(key="s2s_head").set_value(2).run()
+    at.slider(key="step").set_value(4).run()
+    assert not at.exception and not at.warning
+    chosen = {"s2s_model": "seq2seq-tiny", "s2s_task": "reverse", "s2s_tf": "1", "s2s_layer": "0", "s2s_head": "2",
+              "s2s_step": "4"}
+    assert {k: at.query_params[k] for k in chosen} == chosen and "s2s_vocab" not in at.query_params
+    path, query = _shared_view(at)
+    assert path == "/seq2seq" and {k: query[k] for k in chosen} == chosen
+    phone = _app_at("seq2seq", **query)
+    ss = phone.session_state
+    assert (ss["s2s_model"], ss["task"], ss["teacher_forcing"], ss["s2s_layer"], ss["s2s_head"], ss["step"]) == (
+        "seq2seq-tiny", "reverse", True, 0, 2, 4)
+    assert not phone.warning and [c.value for c in phone.code][:2] == [c.value for c in at.code][:2]
+    bad = _app_at("seq2seq", lang=lang, s2s_task="sort", s2s_layer="7", s2s_head="x", s2s_step="2")
+    ss = bad.session_state
+    assert (ss["task"], ss["s2s_layer"], ss["s2s_head"], ss["step"]) == ("copy", 1, "mean", 2)
+    assert len(bad.warning) == 3 and all(t("s2s.url.bad", lang, what="", value="", default="")[:4] in w.value
+                                         for w in bad.warning)

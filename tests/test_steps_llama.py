@@ -83,7 +83,6 @@ def _steps_page(tab: str | None = None, lang: str = "en"):
     from apptest_support import assert_ok, charts, open_tab
     from streamlit.testing.v1 import AppTest
 
-    from i18n import t
     from ui.pages import page_file
 
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=240)
@@ -94,7 +93,7 @@ def _steps_page(tab: str | None = None, lang: str = "en"):
     at.run()
     assert_ok(at)
     if tab:
-        at = open_tab(at, t(f"steps.tab.{tab}", lang), "steps_tab")
+        at = open_tab(at, tab, "steps_tab")  # a tab by its id (ui.widgets.localised_tabs)
         assert_ok(at)
     return at, "\n".join(charts(at))
 

@@ -34,6 +34,7 @@ from .widgets import Export, chart, layer_head, rename_columns, shared_kv, table
 URL = dict(bind="query-params")
 K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL = "hl_clean", "hl_corrupt", "hl_target", "hl_foil"
 K_NORMALISED, K_RUN, K_DLA_GRID, K_PATCH_GRID = "cause_norm", "_cause_run", "cause_dla_grid", "cause_patch_grid"
+TAB_ID = "cause"  # this tab's id in the link and a slide (heads.tab.cause)
 PICK = dict(selection_mode="points", config={"modeBarButtonsToRemove": ["select2d", "lasso2d"]})
 
 
@@ -136,12 +137,7 @@ def _stop() -> None:
 def _save(key: tuple, payload: str) -> None:
     saved.put("patching", key, payload)
     # a widget bound to the link leaves its default value out of it: the slide carries all four
-    deck.add_view({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": tab_label()})
-
-
-def tab_label() -> str:
-    """The open tab of the Head lab (its label, as the link and the deck keep it)."""
-    return str(st.session_state.get("hl_tab") or st.query_params.get("hl_tab") or "")
+    deck.add_view({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": TAB_ID})
 
 
 def patching(view: View, clean: str, corrupt: str, target: str, foil: str):

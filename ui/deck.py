@@ -1,39 +1,29 @@
-"""The lesson deck (Streamlit): "Add to deck" in the sidebar, the Lesson deck page (title, slides with a title and a
-note each, reorder, delete, export / import as JSON, one short link, the example decks) and the present mode (a
-small bar above every page with the slide's title and note, Back / Next bound to the arrow keys, Exit). The deck
-itself, its file and its checks: ui/deckfile.py (pure).
+"""The lesson deck (Streamlit): "Add to deck" in the sidebar and the Lesson deck page (title, slides with a title and a
+note each, reorder, delete, export / import as JSON, one short link, the example decks, the PDF handout). The deck
+itself, its file and its checks: ui/deckfile.py (pure); the present mode (showing a slide, the deck's link, the bar
+above every page while presenting, leaving it): ui/present.py.
 
-How a slide is shown: its page is opened with its query string (st.switch_page) and the link is read again as on a
-session's first run (ui/state.py read_url: every value checked, the same notices), its options (open tab, explorer
-options) are set in session state; in present mode the URL also carries `deck=<id>&slide=<i>`, so a reload or a
-shared link reopens the same slide of the same deck. The deck lives in session state; the short link
-(ui/shortlinks.py, kind "deck") holds its JSON on the server's disk.
-
-Order in a run (ui/shell.py): `follow()` right after st.navigation (a slide chosen by a callback: switch to its
-page), `top()` before the sidebar (the deck link of a session's first run, messages, the bar), `add_button()` in
-the sidebar under "Share with the class".
+`add_button()` is drawn by the shell (ui/shell.py) in the sidebar under "Share with the class".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 
 import streamlit as st
 
 from i18n import LANG_NAMES, LANGS, t
+from model.data import TASKS
 
-from . import shortlinks
-from . import state as s
+from . import present, shortlinks
 from .deckfile import (
-    HEADS_GENERATION,
-    HEADS_TEXT,
     MAX_BYTES,
     MAX_NOTE,
     MAX_TITLE,
     OPTION_KEYS,
     QUERY_KEYS,
+    TAB_KEYS,
     Deck,
     DeckError,
     Slide,
@@ -41,205 +31,29 @@ from .deckfile import (
     example,
     from_json,
     page_name,
+    tab_label,
     to_json,
 )
 from .handout import handout_bytes
-from .pages import BY_NAME, page_file
+from .pages import BY_NAME
+from .present import DECK, K_DECK_LANG, K_TITLE, PAGE, PAGE_NAME, current
+from .present import message as _msg
+from .present import push as _push
+from .present import say as _say
+from .present import share_id as _share_id
+from .present import widget_keys as _keys
 from .state import safe_callback
-from .tour import STEP as TOUR_STEP
-from .tour import URL_DONE as TOUR_URL_DONE
-from .view import K_LANG, md_escape
-from .widgets import ARROWS_TAKEN, session_lang, slug
+from .view import md_escape
+from .widgets import session_lang, slug
 
-DECK, PRESENT, GOTO, PAGE, MSGS, URL_DONE, LINK, HANDOUT = (
-    "_deck", "_deck_present", "_deck_goto", "_deck_page", "_deck_msgs", "_deck_url_done", "_deck_link",
-    "_deck_handout")
-K_TITLE, K_DECK_LANG, K_UPLOAD = "deck_title", "deck_lang", "deck_upload"
-PAGE_NAME = "deck"  # this page's URL path (ui/pages.py)
-
-PRESENT_CSS = """<style>
-section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
-</style>"""  # a constant: the present mode's slide takes the whole width
-
+LINK, HANDOUT = "_deck_link", "_deck_handout"
+K_UPLOAD = "deck_upload"
 
 UPLOAD_CSS = """<style>
 [data-testid="stFileUploaderDropzoneInstructions"] { display: none !important; }
 [data-testid="stFileUploaderDropzone"] button > * { display: none !important; }
 [data-testid="stFileUploaderDropzone"] button::after { content: "LABEL"; }
 </style>"""
-
-
-def current() -> Deck:
-    deck = st.session_state.get(DECK)
-    return deck if isinstance(deck, Deck) else Deck(lang=session_lang())
-
-
-def _say(kind: str, text: str) -> None:
-    """A message shown once, at the top of the next page drawn."""
-    st.session_state.setdefault(MSGS, []).append((kind, text))
-
-
-def _msg(key: str, params: dict, lang: str) -> str:
-    """A deckfile message in `lang`: the file's own words are escaped for markdown; `want` is a word of the
-    catalogue."""
-    p = {k: md_escape(v) if isinstance(v, str) else v for k, v in params.items()}
-    if "want" in params:
-        p["want"] = t(f"deck.want.{params['want']}", lang)
-    return t(key, lang, **p)
-
-
-# ---- showing a slide -----------------------------------------------------------------------------------------------
-def _open(deck: Deck, i: int, present: dict | None) -> None:
-    """In a callback: set the session for slide i and ask the next run to switch to its page."""
-    ss = st.session_state
-    slide = deck.slides[i]
-    query = slide.url_query()
-    query.setdefault("lang", deck.lang)
-    if present is not None:
-        present["slide"] = i
-        query.update({k: str(v) for k, v in (("deck", present.get("id")), ("slide", i)) if v is not None})
-    ss[PRESENT] = present
-    if query["lang"] in LANGS:
-        ss[K_LANG] = query["lang"]  # this run's language already (the link is read again after it starts)
-    for key, value in slide.options.items():
-        ss[key] = value
-    for key in HEADS_TEXT:  # the Head lab's tab and its Cause tab's prompts, as the link says
-        if key in query:
-            ss[key] = query[key]
-    for key in HEADS_GENERATION:  # numbers and switches: their widgets read them from the link again
-        ss.pop(key, None)
-    if slide.page == "tour":
-        ss.pop(TOUR_URL_DONE, None)  # the tour reads its step from the link again
-        if "step" not in query and isinstance(ss.get(TOUR_STEP), int):
-            query["step"] = str(ss[TOUR_STEP])
-    ss[s.URL_DONE] = False  # the shell reads the link again (ui/state.py read_url), as on a first run
-    ss[GOTO] = (slide.page, query)
-
-
-def follow() -> None:
-    """Right after st.navigation: switch to the page a callback chose (st.switch_page ends this run)."""
-    goto = st.session_state.pop(GOTO, None)
-    if goto:
-        page, query = goto
-        st.switch_page(page_file(page), query_params=query)
-
-
-@safe_callback
-def _go(i: int) -> None:
-    deck = current()
-    present = st.session_state.get(PRESENT)
-    if 0 <= i < len(deck):
-        _open(deck, i, dict(present) if isinstance(present, dict) else {"id": None})
-
-
-@safe_callback
-def _exit() -> None:
-    st.session_state[PRESENT] = None
-    st.session_state[GOTO] = (PAGE_NAME, {"lang": session_lang()})
-
-
-def _share_id(deck: Deck) -> str | None:
-    """The deck's short-link id (stored), or None when the server cannot store it (a message says so)."""
-    try:
-        return shortlinks.put("deck", to_json(deck))
-    except (OSError, ValueError) as exc:
-        logging.getLogger("headlight").warning("deck short link: %s", exc)
-        _say("warning", t("deck.link_failed", session_lang()))
-        return None
-
-
-@safe_callback
-def _present(i: int) -> None:
-    deck = _pull(current())
-    st.session_state[DECK] = deck
-    if 0 <= i < len(deck):
-        _open(deck, i, {"id": _share_id(deck)})
-
-
-@safe_callback
-def _visit(i: int) -> None:
-    deck = _pull(current())
-    st.session_state[DECK] = deck
-    if 0 <= i < len(deck):
-        _open(deck, i, None)
-
-
-# ---- above every page: the deck link, messages, the bar -----------------------------------------------------------
-def top(url_path: str, lang: str) -> None:
-    ss = st.session_state
-    ss[PAGE] = url_path
-    if not ss.get(URL_DONE):
-        ss[URL_DONE] = True
-        _from_url(lang)
-    for kind, text in ss.pop(MSGS, []):
-        getattr(st, kind)(text, icon=":material/warning:" if kind == "warning" else ":material/slideshow:")
-    present = ss.get(PRESENT)
-    deck = current()
-    if isinstance(present, dict) and not 0 <= present.get("slide", -1) < len(deck):
-        ss[PRESENT] = present = None
-    ss[ARROWS_TAKEN] = bool(present)
-    if present:
-        bar(deck, present, lang)
-
-
-def _from_url(lang: str) -> None:
-    """A session's first run: `?deck=<id>` loads that deck; with `&slide=<i>` it is being presented."""
-    qp = st.query_params
-    sid = qp.get("deck")
-    if sid is None:
-        return
-    payload = shortlinks.get("deck", sid)
-    if payload is None:
-        _say("warning", t("deck.link_unknown", lang, id=md_escape(sid[:40])))
-        return
-    try:
-        deck, notes = from_json(payload)
-    except DeckError as exc:
-        _say("warning", _msg(exc.key, exc.params, lang))
-        return
-    for note in notes:
-        _say("info", _msg(note.key, note.params, lang))
-    st.session_state[DECK] = deck
-    _push(deck)
-    raw = qp.get("slide")
-    if raw is not None:
-        try:
-            i = int(raw)
-        except ValueError:
-            i = -1
-        if 0 <= i < len(deck):
-            st.session_state[PRESENT] = present = {"id": sid, "slide": i}
-            if page_name(st.session_state.get(PAGE, "")) != deck.slides[i].page:  # a link of another page: the
-                _open(deck, i, present)  # slide's own view
-                follow()
-        else:
-            _say("warning", t("deck.bad_slide", lang, value=md_escape(str(raw)[:20]), n=len(deck)))
-
-
-def bar(deck: Deck, present: dict, lang: str) -> None:
-    """The present mode's bar: Back, the slide's number and title, Next (the arrow keys), Exit; the note under it."""
-    i, n = present["slide"], len(deck)
-    slide = deck.slides[i]
-    qp = st.query_params
-    if present.get("id") and (qp.get("deck"), qp.get("slide")) != (present["id"], str(i)):
-        qp.update({"deck": present["id"], "slide": str(i)})
-    st.markdown(PRESENT_CSS, unsafe_allow_html=True)
-    with st.container(border=True, key="deck_bar"):
-        c1, c2, c3, c4 = st.columns([1, 6, 1, 1], vertical_alignment="center")
-        c1.button(t("deck.back", lang), key="deck_back", on_click=_go, args=(i - 1,), disabled=i == 0,
-                  shortcut="Left", width="stretch", help=t("deck.keys", lang))
-        title = slide.title or t(BY_NAME[slide.page].title_key, lang)
-        c2.markdown(t("deck.bar_title", lang, i=i + 1, n=n, title=md_escape(title), deck=md_escape(deck.title)))
-        c3.button(t("deck.next", lang), key="deck_next", on_click=_go, args=(i + 1,), disabled=i == n - 1,
-                  type="primary", shortcut="Right", width="stretch", help=t("deck.keys", lang))
-        c4.button(t("deck.exit", lang), key="deck_exit", on_click=_exit, width="stretch", icon=":material/close:")
-        if slide.note.strip():
-            st.markdown(note_md(slide.note))
-
-
-def note_md(note: str) -> str:
-    """A slide's note as literal markdown, its line breaks kept."""
-    return "  \n".join(md_escape(line) for line in note.splitlines())
 
 
 # ---- the sidebar's button ------------------------------------------------------------------------------------------
@@ -282,10 +96,6 @@ def default_title(page: str, query: dict, lang: str) -> str:
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
-def _keys(i: int) -> tuple[str, str]:
-    return f"deck_t{i}", f"deck_n{i}"
-
-
 def _pull(deck: Deck) -> Deck:
     """The deck with what its widgets hold (a title or note typed just before a button was clicked)."""
     ss = st.session_state
@@ -300,16 +110,18 @@ def _pull(deck: Deck) -> Deck:
     return deck
 
 
-def _push(deck: Deck) -> None:
-    """The widgets set to the deck (after its slides moved, went, or a new deck came)."""
-    ss = st.session_state
-    ss[K_TITLE], ss[K_DECK_LANG] = deck.title, deck.lang
-    for i, slide in enumerate(deck.slides):
-        kt, kn = _keys(i)
-        ss[kt], ss[kn] = slide.title, slide.note
-    for key in [k for k in ss if isinstance(k, str) and k[:6] in ("deck_t", "deck_n") and k[6:].isdigit()]:
-        if int(key[6:]) >= len(deck):
-            del ss[key]
+@safe_callback
+def _present(i: int) -> None:
+    deck = _pull(current())
+    st.session_state[DECK] = deck
+    present.start(deck, i)
+
+
+@safe_callback
+def _visit(i: int) -> None:
+    deck = _pull(current())
+    st.session_state[DECK] = deck
+    present.visit(deck, i)
 
 
 def _replace(deck: Deck) -> None:
@@ -383,13 +195,20 @@ def summary(slide: Slide, lang: str) -> str:
         parts.append(md_escape(q["model"]))
     if q.get("layer") is not None and q.get("head") is not None:
         parts.append(t("widgets.layer_head", lang, layer=md_escape(q["layer"]), head=md_escape(q["head"])))
-    if q.get("step"):
-        parts.append(t("deck.step", lang, step=md_escape(q["step"])))
-    for key in ("steps_tab", "pe_tab", "mask_tab", "ex_tab"):
-        if slide.options.get(key):
-            parts.append(md_escape(slide.options[key]))
-    if q.get("hl_tab"):
-        parts.append(md_escape(q["hl_tab"]))
+    if q.get("s2s_model"):  # the Encoder-decoder page's own model, task, teacher forcing, layer and step
+        parts.append(md_escape(q["s2s_model"]))
+    if q.get("s2s_task") in TASKS:
+        parts.append(t(f"s2s.task.{q['s2s_task']}", lang))
+    if q.get("s2s_tf") == "1":
+        parts.append(t("s2s.teacher", lang))
+    if q.get("s2s_layer") is not None:
+        parts.append(f"{t('s2s.decoder_layer', lang)} {md_escape(q['s2s_layer'])}")
+    for key in ("step", "s2s_step"):
+        if q.get(key):
+            parts.append(t("deck.step", lang, step=md_escape(q[key])))
+    key = TAB_KEYS.get(slide.page)
+    if key and q.get(key):
+        parts.append(md_escape(tab_label(key, q[key], lang)))
     text = q.get("text", "")
     if text:
         parts.append("“" + md_escape(text if len(text) <= 60 else text[:60] + "…") + "”")

@@ -3,24 +3,27 @@ title and a note, plus the deck's title and language. Pure: no Streamlit here (t
 ui/deck.py), so it is tested without Streamlit's runtime (tests/test_deckfile.py).
 
     deck = Deck(title="Attention", lang="en")
-    deck = deck.add(Slide("steps", {"text": "I am good", "layer": "0"}, {"steps_tab": "2 · W_Q, W_K, W_V ..."}))
+    deck = deck.add(Slide("steps", {"text": "I am good", "layer": "0", "steps_tab": "qkv"}))
     text = to_json(deck)                 # a small JSON file (FORMAT, VERSION)
     deck, notes = from_json(text)        # validated; `notes`: what was dropped (unknown pages, keys), as DeckNotes
 
 The JSON file:
 
-    {"format": "headlight-deck", "version": 1, "title": "...", "lang": "en",
-     "slides": [{"page": "steps", "title": "...", "note": "...", "query": {"text": "...", "layer": "0"},
-                 "options": {"steps_tab": "..."}}]}
+    {"format": "headlight-deck", "version": 2, "title": "...", "lang": "en",
+     "slides": [{"page": "steps", "title": "...", "note": "...",
+                 "query": {"text": "...", "layer": "0", "steps_tab": "qkv"}, "options": {}}]}
 
 `page` is the page's URL path (ui/pages.py; the default page by its name, "explorer"). `query` holds what the URL
-carries (QUERY_KEYS: the sidebar's view, the tour's step, the Head lab's tab), every value a string as in a URL;
-`options` the page's own choices that the URL does not carry (OPTION_KEYS: the open tab of a lab, the explorer's
-display options), strings or booleans. Importing is strict about shapes and lenient about content: a file that is
+carries (QUERY_KEYS: the sidebar's view and the page's own keys: the tour's step, the open tab by its id, the
+Encoder-decoder page's model, task, teacher forcing, layer, head and step), every value a string as in a URL;
+`options` the page's own choices that the URL does not carry (OPTION_KEYS: the explorer's display options), strings
+or booleans. A tab is kept by its id ("qkv", the end of its catalogue key "steps.tab.qkv"), never by its label, so a
+renamed label still opens the same tab; a version 1 file's tab label (among its options) is read as its id.
+Importing is strict about shapes and lenient about content: a file that is
 not a deck, too large, or with a value of the wrong type is refused with a DeckError (an i18n key and its values,
 never a traceback); an unknown page drops its slide, an unknown key is dropped, an over-long title or note is cut,
-each with a DeckNote. The values themselves (layer 99, an unknown model) are checked by the app when the slide is
-shown, as any link's are (ui/view.py), with the same notices.
+each with a DeckNote. The values themselves (layer 99, an unknown model, a tab no page has) are checked by the app
+when the slide is shown, as any link's are (ui/view.py), with the same notices.
 """
 
 from __future__ import annotations
@@ -30,34 +33,48 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from i18n import LANGS
+from i18n import LANGS, catalogue
 
 from .pages import BY_NAME, DEFAULT
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "decks"  # pipeline.<lang>.json: the lecture's pipeline
 FORMAT = "headlight-deck"
-VERSION = 1
+VERSION = 2  # 2: a tab by its id in the query (1: by its label, among the options)
 MAX_BYTES = 256 * 1024  # the largest file imported (and the short-link store's limit, ui/shortlinks.py)
 MAX_SLIDES = 100
 MAX_TITLE = 200  # characters of a deck's or a slide's title
 MAX_NOTE = 2_000  # characters of a slide's note
 MAX_TEXT = 20_000  # characters of a slide's sentence (ui/state.py MAX_TEXT_CHARS, the text box's limit)
 MAX_VALUE = 200  # characters of any other query or option value
+LONG_KEYS = ("text", "s2s_target", "hl_clean", "hl_corrupt")  # sentences and a typed target: up to MAX_TEXT
 
-# what the URL carries (ui/state.py SHARED_KEYS, the tour's `step`, the Head lab's `hl_tab`)
+# what the URL carries (ui/state.py SHARED_KEYS; each page's own keys: the tour's step, the open tab's id, the
+# Encoder-decoder page's model, task, teacher forcing, layer, head, step, ...)
 VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
-# a page's own keys in the URL (the Head lab's: its tab, the Cause tab's prompts, target and foil, ui/cause.py, and
-# the Generation tab's settings, ui/generation.py)
-HEADS_TEXT = ("hl_tab", "hl_clean", "hl_corrupt", "hl_target", "hl_foil")
+# the Encoder-decoder page's own choices in its link (ui/seq2seq.py LINK_KEYS): its model, task, teacher forcing, the
+# typed target, decoder layer and head, the step, decoding over the whole vocabulary
+S2S_QUERY = ("s2s_model", "s2s_task", "s2s_tf", "s2s_target", "s2s_layer", "s2s_head", "s2s_step", "s2s_vocab")
+# the open tab of a page, by its id (the last part of its catalogue key: "ffn" for "steps.tab.ffn"), never its label
+TAB_KEYS = {"explorer": "ex_tab", "heads": "hl_tab", "steps": "steps_tab", "positional": "pe_tab", "masks": "mask_tab"}
+TAB_LABELS = {"ex_tab": ("ex.tab.",), "hl_tab": ("heads.tab.", "e5.tab."), "steps_tab": ("steps.tab.", "trpages.steps.tab."),
+              "pe_tab": ("pe.tab.",), "mask_tab": ("masks.tab.",)}  # the catalogue keys of each tab's labels
+# the Head lab's own keys in its link besides its tab: the Attribution & patching tab's prompts, target and foil
+# (ui/cause.py) and the Generation tab's settings (ui/generation.py)
+HEADS_TEXT = ("hl_clean", "hl_corrupt", "hl_target", "hl_foil")
 HEADS_GENERATION = ("gen_new", "gen_sample", "gen_temp", "gen_topk", "gen_topp", "gen_seed", "gen_step")
-PAGE_QUERY = {"tour": ("step",), "heads": (*HEADS_TEXT, *HEADS_GENERATION)}
-# the pages' own choices, kept in session state: the lazy tabs' open label, the explorer's options
-PAGE_OPTIONS = {"explorer": ("ex_tab", "ex_mode", "ex_hide_special", "ex_merge_words"), "steps": ("steps_tab",),
-                "positional": ("pe_tab",), "masks": ("mask_tab",), "seq2seq": ("teacher_forcing",)}
-QUERY_KEYS = (*VIEW_KEYS, *(k for keys in PAGE_QUERY.values() for k in keys))
+PAGE_QUERY = {"tour": ("step",), "seq2seq": S2S_QUERY, **{page: (key,) for page, key in TAB_KEYS.items()}}
+PAGE_QUERY["heads"] = (*PAGE_QUERY["heads"], *HEADS_TEXT, *HEADS_GENERATION)
+# the pages' own choices the URL does not carry, kept in session state: the explorer's options
+PAGE_OPTIONS = {"explorer": ("ex_mode", "ex_hide_special", "ex_merge_words")}
+QUERY_KEYS = (*VIEW_KEYS, *dict.fromkeys(k for keys in PAGE_QUERY.values() for k in keys))
 OPTION_KEYS = tuple(k for keys in PAGE_OPTIONS.values() for k in keys)
-BOOL_OPTIONS = ("ex_hide_special", "ex_merge_words", "teacher_forcing")
-PRESENT_KEYS = ("deck", "slide")  # the present mode's place in the URL: never part of a slide's view
+BOOL_OPTIONS = ("ex_hide_special", "ex_merge_words")
+# a version 1 file kept a lab's open tab among its options, by its label, and the Encoder-decoder page's teacher
+# forcing among its options: read as the query's tab id and `s2s_tf`
+LEGACY_OPTIONS = {"ex_tab": "ex_tab", "steps_tab": "steps_tab", "pe_tab": "pe_tab", "mask_tab": "mask_tab",
+                  "teacher_forcing": "s2s_tf"}
+PRESENT_KEYS = ("deck", "slide", "back")  # the present mode's place in the URL and the view to go back to
+# when it ends: never part of a slide's view
 
 
 class DeckError(ValueError):
@@ -131,6 +148,28 @@ class Deck:
         return dataclasses.replace(self, title=str(title)[:MAX_TITLE])
 
 
+# ---- a tab by its id ------------------------------------------------------------------------------------------------
+def tab_id(key: str, value: str) -> str:
+    """The id of the tab `value` names for the tab state `key` (TAB_LABELS): an id stays as it is, a label of any
+    language (a version 1 deck, an old link) becomes its tab's id; anything else is returned unchanged (the page
+    opens its first tab with a notice, ui/widgets.py localised_tabs)."""
+    prefixes = TAB_LABELS.get(key, ())
+    for lang in LANGS:
+        for name, label in catalogue(lang).items():
+            if name.startswith(prefixes) and value in (label, name[name.rindex(".") + 1:]):
+                return name[name.rindex(".") + 1:]
+    return value
+
+
+def tab_label(key: str, value: str, lang: str) -> str:
+    """The label in `lang` of the tab with this id (the value itself when no tab has it)."""
+    cat = catalogue(lang)
+    for prefix in TAB_LABELS.get(key, ()):
+        if prefix + value in cat:
+            return cat[prefix + value]
+    return value
+
+
 # ---- a view -> a slide ---------------------------------------------------------------------------------------------
 def page_name(url_path: str) -> str:
     """The page's name from st.navigation's url path ("" is the default page)."""
@@ -144,7 +183,7 @@ def capture(url_path: str, query: dict, options: dict, title: str = "") -> Slide
     if page not in BY_NAME:
         raise DeckError("deck.err.page", page=page)
     keys = (*VIEW_KEYS, *PAGE_QUERY.get(page, ()))
-    q = {k: str(query[k])[:MAX_TEXT if k == "text" else MAX_VALUE] for k in keys if query.get(k) is not None}
+    q = {k: str(query[k])[:MAX_TEXT if k in LONG_KEYS else MAX_VALUE] for k in keys if query.get(k) is not None}
     o = {k: (bool(options[k]) if k in BOOL_OPTIONS else str(options[k])[:MAX_VALUE])
          for k in PAGE_OPTIONS.get(page, ()) if options.get(k) is not None}
     return Slide(page, q, o, title=str(title)[:MAX_TITLE])
@@ -231,16 +270,26 @@ def _slide(raw, n: int, notes: list[DeckNote]) -> Slide | None:
     title = _text(raw.get("title", ""), f"{where}.title", MAX_TITLE, notes)
     note = _text(raw.get("note", ""), f"{where}.note", MAX_NOTE, notes)
     query: dict[str, str] = {}
+    options_raw = _mapping(raw.get("options", {}), f"{where}.options")
     for key, value in _mapping(raw.get("query", {}), f"{where}.query").items():
         if key not in QUERY_KEYS:
             notes.append(DeckNote("deck.note.key", {"n": n, "key": _show(key)}))
             continue
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise DeckError("deck.err.type", where=f"{where}.query.{_show(key)}", want="text")
-        limit = MAX_TEXT if key == "text" else MAX_VALUE
+        limit = MAX_TEXT if key in LONG_KEYS else MAX_VALUE
         query[key] = _text(str(value), f"{where}.query.{key}", limit, notes)
+    for key, value in options_raw.items():  # a version 1 file's tab label or teacher forcing
+        if key in LEGACY_OPTIONS and isinstance(value, (str, bool)):
+            value = ("1" if value else "0") if isinstance(value, bool) else value[:MAX_VALUE]
+            query.setdefault(LEGACY_OPTIONS[key], value)
+    for key in TAB_LABELS:
+        if key in query:
+            query[key] = tab_id(key, query[key])
     options: dict[str, str | bool] = {}
-    for key, value in _mapping(raw.get("options", {}), f"{where}.options").items():
+    for key, value in options_raw.items():
+        if key in LEGACY_OPTIONS:
+            continue
         if key not in OPTION_KEYS:
             notes.append(DeckNote("deck.note.key", {"n": n, "key": _show(key)}))
             continue

@@ -22,8 +22,6 @@ from .widgets import Export, chart, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 LANGUAGE_MODEL = "smollm2-135m"  # offered where the sidebar's model cannot generate
-FORMULA = (r"y_t = \operatorname{argmax} P(\cdot \mid y_{<t}),\quad K_{\le t} = [K_{<t};\, k_t],\;"
-           r"V_{\le t} = [V_{<t};\, v_t]")  # the tour's generation step
 
 
 def settings(view: View, *, compact: bool = False) -> tuple[int, float, int, float, int, bool]:

@@ -1,9 +1,9 @@
 """A lesson deck's PDF handout: each slide's page shows the figures of the slide's OWN view, read from the same runs
 the page draws (ui.runs, through the shared store), so a handout never prints another view's numbers.
 
-    slide page / its options                 the handout's figures
+    slide page / its link's own keys         the handout's figures
     explorer, heads, class (and any other)   the one-head attention map of the slide's block, layer and head
-    steps (steps_tab)                        the open tab's stages (X; Q, K, V; the scaled and masked scores; A and Z;
+    steps (steps_tab, by its id)             the open tab's stages (X; Q, K, V; the scaled and masked scores; A and Z;
                                              Concat and W_O's output; an Add & Norm's sum and result; the FFN)
     tour (step)                              the step's own figure: the token table, X, the positions, the stages
                                              of viz.tour.STEP_STAGES, the sublayers, the decoder's masked
@@ -12,13 +12,14 @@ the page draws (ui.runs, through the shared store), so a handout never prints an
     masks (mask_tab)                         the padded batch's mask and a padded row's weights; or the padding,
                                              look-ahead and combined masks of "I am sam <pad>"
     positional (pe_tab)                      the PE table; X, PE and X + PE; or RoPE's q and k before and after
-    seq2seq (task, teacher_forcing, ...)     the decoder's masked self-attention and the cross-attention
+    seq2seq (s2s_task, s2s_tf, ...)          the decoder's masked self-attention and the cross-attention
 
 The PDF itself is viz/handout.py. Nothing here draws with Streamlit but `handout_bytes`' caller (ui/deck.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,10 +82,6 @@ class _Slide:
     device: str
 
     @property
-    def options(self) -> dict:
-        return self.slide.options
-
-    @property
     def query(self) -> dict:
         return self.slide.query
 
@@ -107,7 +104,16 @@ def _stages(c: _Slide, block: str, keys: tuple[str, ...]) -> list[Panel]:
     rows, cols = trace.axis_tokens(block)
     by_key = {st.key: st for st in build_stages(steps, list(rows), list(cols), head=head, n_heads=m.n_heads(block),
                                                 block=block, lang=c.lang)}
-    return [_stage_panel(by_key[k]) for k in keys if k in by_key and not by_key[k].trivial]
+    blocked = ~np.asarray(steps["mask"], dtype=bool)
+    out = []
+    for k in keys:
+        if k not in by_key or by_key[k].trivial:
+            continue
+        stage = by_key[k]
+        if k == "weights" and blocked.any():  # blocked weights are exactly 0: grey, as the masked scores
+            stage = dataclasses.replace(stage, masked=blocked)
+        out.append(_stage_panel(stage))
+    return out
 
 
 def _matrix(title: str, m, rows, lang: str, **kw) -> Panel:
@@ -156,7 +162,7 @@ def _steps(c: _Slide) -> list[Panel]:
     block = c.query.get("block") if c.query.get("block") in blocks else m.main_block
     pre = m.config.norm_placement == "pre"
     names = step_tabs(block, True, pre)
-    tab = tab_name(c.options.get("steps_tab"), names, [f"steps.tab.{n}" for n in names])
+    tab = tab_name(c.query.get("steps_tab"), names, [f"steps.tab.{n}" for n in names])
     if tab in ATTENTION_TABS:
         return _stages(c, block, TAB_STAGES[tab])
     if tab.startswith("vocab"):
@@ -171,22 +177,22 @@ def _vocab(c: _Slide, out: dict) -> list[Panel]:
                   xlabel=t("tour.axis.probability", c.lang))]
 
 
-def _decoder(c: _Slide) -> str:
-    """The encoder-decoder a decoder view runs: the slide's model when it has a decoder and cross-attention (a
-    translator, a local BART / Marian folder), else seq2seq-tiny."""
-    return c.model if get_spec(c.model).kind == "encoder-decoder" else DECODER_MODEL
+def _decoder(c: _Slide, key: str = "cross") -> str:
+    """The model whose decoder a decoder view (`key`: decoder_self, cross, output) shows, as the tour chooses it
+    (viz.tour.decoder_source: by the slide model's kind): its own, or seq2seq-tiny."""
+    return c.model if vt.decoder_source(key, get_spec(c.model).kind) == "own" else DECODER_MODEL
 
 
 def _decoding(c: _Slide, name: str, *, self_attn: bool, cross: bool) -> list[Panel]:
     loaded = c.loaded(name)
-    task = c.options.get("task") if c.options.get("task") in TASKS else TASKS[0]
+    task = c.query.get("s2s_task") if c.query.get("s2s_task") in TASKS else TASKS[0]
     task = task if name == DECODER_MODEL else None
-    teacher = bool(c.options.get("teacher_forcing")) and task is not None
+    teacher = c.query.get("s2s_tf") == "1" and task is not None
     run = runs.decoding_run(c.device, c.text, task, teacher, name=name)
     n_layers, lg = loaded.config.n_decoder_layers, c.lang
-    layer = _int(c.options.get("s2s_layer"), n_layers - 1)
+    layer = _int(c.query.get("s2s_layer"), n_layers - 1)
     layer = min(max(layer, 0), n_layers - 1)
-    head = c.options.get("s2s_head", "mean")
+    head = c.query.get("s2s_head", "mean")
     head = "mean" if head in (None, "mean") or not 0 <= _int(head, -1) < loaded.n_heads("cross") else _int(head)
     where = vs.head_name(layer, head, lg)
     out: list[Panel] = []
@@ -212,6 +218,15 @@ def _decoding(c: _Slide, name: str, *, self_attn: bool, cross: bool) -> list[Pan
 
 
 def _output(c: _Slide, name: str) -> list[Panel]:
+    """The output probabilities: an encoder-decoder's first greedy step, or a decoder-only model's next token after
+    the text (its trace's top 5, each token as the text it adds), as the tour's step 14 shows them."""
+    if get_spec(name).kind == "decoder":
+        meta = runs.get_trace(name, c.device, c.text).meta
+        tok = c.loaded(name).tokenizer
+        tokens = [vt.shown_token(tok.decode([i], skip_special_tokens=False)) if (i := tok.token_to_id(x)) is not None
+                  else x for x in meta.get("next_tokens", [])]
+        return [Panel(t("tour.dec.fig.next", c.lang, model=name, k=len(tokens)), cols=tuple(tokens),
+                      bars=[float(p) for p in meta.get("next_probs", [])], xlabel=t("tour.axis.probability", c.lang))]
     task = TASKS[0] if name == DECODER_MODEL else None
     run = runs.decoding_run(c.device, c.text, task, False, name=name)
     s_ = run.steps[0]
@@ -228,10 +243,13 @@ def _tour(c: _Slide) -> list[Panel]:
         table = since_table(since_rows(facts, lg), facts, lg)
         head = list(table)
         return [Panel(table=[head, *zip(*(table[h] for h in head))])]
+    stages = vt.step_stages(key, positional=m.config.positional, kind=m.config.kind)
+    if key in vt.DECODER_STEPS and _decoder(c, key) == c.model and stages:  # a decoder-only model's own step 12
+        return _stages(c, m.main_block, stages)
     if key in ("decoder_self", "cross"):
-        return _decoding(c, _decoder(c), self_attn=key == "decoder_self", cross=key == "cross")
+        return _decoding(c, _decoder(c, key), self_attn=key == "decoder_self", cross=key == "cross")
     if key == "output":
-        return _output(c, _decoder(c))
+        return _output(c, _decoder(c, key))
     if key == "generate":
         return _generation(c)
     block = m.main_block
@@ -242,13 +260,13 @@ def _tour(c: _Slide) -> list[Panel]:
                 enumerate(zip(trace.source_tokens, trace.source_ids, trace.source_special))]
         return [Panel(t("tour.tokens.title", lg), table=[head, *rows])]
     if key in ("embedding", "positional"):
-        if key == "positional" and m.config.positional == "rotary":
-            return _stages(c, block, ("Q_proj", "Q", "K_proj", "K"))
+        if stages:  # a rotary model's step 3: q and k before and after RoPE
+            return _stages(c, block, stages)
         tokens, parts = runs.embedding_parts(c.model, c.device, c.text)
         names = ("token",) if key == "embedding" else tuple(k for k in ("token", "position", "sum") if k in parts)
         return [_matrix(t(f"tour.positional.part.{k}", lg), parts[k], tokens, lg) for k in names]
-    if key in vt.STEP_STAGES:
-        return _stages(c, block, vt.STEP_STAGES[key])
+    if stages:
+        return _stages(c, block, stages)
     return _sublayer(c, block, key)
 
 
@@ -266,7 +284,7 @@ def _generation(c: _Slide) -> list[Panel]:
 
 def _masks(c: _Slide) -> list[Panel]:
     names = [k.rsplit(".", 1)[1] for k in MASK_TAB_KEYS]
-    tab, lg = tab_name(c.options.get("mask_tab"), names, MASK_TAB_KEYS), c.lang
+    tab, lg = tab_name(c.query.get("mask_tab"), names, MASK_TAB_KEYS), c.lang
     if tab == "look_ahead":
         words = MASK_SENTENCE.split() + ["<pad>"] * MASK_PADS
         masks = example_masks(words)
@@ -290,7 +308,7 @@ def _masks(c: _Slide) -> list[Panel]:
 
 def _positional(c: _Slide) -> list[Panel]:
     names = [k.rsplit(".", 1)[1] for k in PE_TAB_KEYS]
-    tab, lg = tab_name(c.options.get("pe_tab"), names, PE_TAB_KEYS), c.lang
+    tab, lg = tab_name(c.query.get("pe_tab"), names, PE_TAB_KEYS), c.lang
     m = c.loaded()
     if tab == "sentence" or (tab == "rope" and m.config.positional == "rotary"):
         return _tour(_with_step(c, "positional"))
@@ -302,12 +320,12 @@ def _positional(c: _Slide) -> list[Panel]:
 
 
 def _with_step(c: _Slide, key: str) -> _Slide:
-    slide = Slide(c.slide.page, {**c.query, "step": str(vt.STEPS.index(key) + 1)}, c.options)
+    slide = Slide(c.slide.page, {**c.query, "step": str(vt.STEPS.index(key) + 1)}, c.slide.options)
     return _Slide(slide, c.model, c.text, c.layer, c.head, c.lang, c.device)
 
 
 def _seq2seq(c: _Slide) -> list[Panel]:
-    name = c.options.get("s2s_model") or _decoder(c)
+    name = c.query.get("s2s_model") or _decoder(c)
     name = name if name in s.available_models() and get_spec(name).kind == "encoder-decoder" else _decoder(c)
     return _decoding(c, name, self_attn=True, cross=True)
 

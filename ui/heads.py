@@ -1,7 +1,7 @@
 """Streamlit side of the Head lab: minimal pairs, head surgery, value-weighted norms and attention flow, the logit
 lens, the head atlas, and attention sinks and induction heads. Numbers come from ui.runs (analysis.heads / flow / atlas, all through the model's own
-forward), figures from viz/heads.py. The pair, the chosen heads and the tab are in the URL (widgets bound to
-query parameters)."""
+forward), figures from viz/heads.py. The pair and the chosen heads are in the URL (widgets bound to query
+parameters), and so is the open tab, by its id (ui/widgets.py localised_tabs)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def ranked_table(pair, lang: str, top: int = 12) -> list[dict]:
 
 
 def tabs(view: View) -> list:
-    """The lab's lazy tabs (the open one is in the URL), labelled in the interface language."""
-    return localised_tabs(TAB_KEYS, K_TAB, view.lang, on_change="rerun", **URL)
+    """The lab's lazy tabs (the open one's id is in the URL), labelled in the interface language."""
+    return localised_tabs(TAB_KEYS, K_TAB, view.lang, url=True)
 
 
 def input_error(exc: InputError, lang: str) -> None:

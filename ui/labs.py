@@ -1,36 +1,18 @@
-"""What the three lab pages share: lazy tabs in the interface language, URL-state callbacks, the staged mask
-figures. The pages: ui/pe_lab.py (Positional-encoding lab), ui/mask_lab.py (Mask lab), ui/steps_page.py (Step by step)."""
+"""What the three lab pages share: URL-state callbacks, the staged mask figures (their lazy tabs: ui/widgets.py
+localised_tabs). The pages: ui/pe_lab.py (Positional-encoding lab), ui/mask_lab.py (Mask lab), ui/steps_page.py (Step by step)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from analysis.masks import stage_checks
-from i18n import LANGS, t
+from i18n import t
 from viz import masks as vm
 from viz.theme import column_width
 
 from .state import safe_callback
 from .view import View
 from .widgets import Export, chart
-
-
-def lazy_tabs(keys: list[str], key: str, lang: str, **fmt):
-    """Lazy st.tabs (only the open one is built; the open tab's LABEL is kept in session state under `key`) with
-    the labels `t(k, lang, **fmt)`. After a change of language the open tab stays open (its label in the other
-    language maps to the same tab); any other stored value falls back to the first tab, without an error."""
-    labels = [t(k, lang, **fmt) for k in keys]
-    ss = st.session_state
-    value = ss.get(key)
-    if value is not None and value not in labels:
-        for other in LANGS:
-            others = [t(k, other, **fmt) for k in keys]
-            if value in others:
-                ss[key] = labels[others.index(value)]
-                break
-        else:
-            ss[key] = labels[0]
-    return st.tabs(labels, key=key, on_change="rerun")
 
 
 @safe_callback

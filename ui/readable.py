@@ -12,6 +12,7 @@ from i18n import t
 from model.trace import AttentionTrace
 
 from . import state as s
+from .view import md_escape, model_label
 
 MULTILINGUAL = "multilingual-e5-small"
 
@@ -38,3 +39,11 @@ def unreadable_notice(trace: AttentionTrace | None, model_name: str, lang: str, 
     st.button(t("e5.switch", lang), key=key, on_click=on_click, args=args, type="primary",
               icon=":material/swap_horiz:")
     return True
+
+
+def translator_notice(model, unknown: list[str], lang: str) -> None:
+    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
+    read the text."""
+    examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
+    st.warning(t("s2s.translator_unreadable", lang, model=model_label(model.name, lang), n=len(unknown),
+                 examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")

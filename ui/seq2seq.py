@@ -1,5 +1,10 @@
 """Streamlit pieces of the Encoder-decoder decoding page: the controls, the run's summary (source, output, the
-"Correct" banner), the step slider and the four figures with their exports."""
+"Correct" banner), the step slider and the four figures with their exports.
+
+The page's own choices are in its link (LINK_KEYS: the model on this page, task, teacher forcing, the typed target,
+decoder layer and head, the step, the whole vocabulary), so a share link and a deck slide reopen them: a link's
+value is checked before its widget is drawn (a wrong one keeps the page's choice, with a notice), and the widgets'
+values are written back to the URL on every run (ui/state.py page_param, write_page_params)."""
 
 from __future__ import annotations
 
@@ -13,11 +18,42 @@ from viz import alignment as va
 from viz import seq2seq as vs
 from viz.theme import column_width
 
-from .view import View, md_escape, model_label
+from .readable import translator_notice  # noqa: F401 - the page calls it as s2s.translator_notice
+from .state import page_param, write_page_params
+from .view import View, md_escape, model_label, show_value
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
 TRANSLATORS = ("bergamot-en-pt", "bergamot-pt-en")  # real translators (model/bergamot.py)
+# the link's name of each widget of this page (ui/deckfile.py S2S_QUERY): s2s_* in the URL, as no other page uses
+LINK_KEYS = {"s2s_model": "s2s_model", "s2s_task": "task", "s2s_tf": "teacher_forcing", "s2s_target": "s2s_target",
+             "s2s_layer": "s2s_layer", "s2s_head": "s2s_head", "s2s_step": "step", "s2s_vocab": "s2s_full_vocab"}
+LABELS = {"s2s_model": "s2s.model", "s2s_task": "s2s.task", "s2s_tf": "s2s.teacher", "s2s_target": "s2s.target",
+          "s2s_layer": "s2s.decoder_layer", "s2s_head": "s2s.head", "s2s_step": "s2s.step", "s2s_vocab": "s2s.full_vocab"}
+SWITCH = {"1": True, "0": False}
+MAX_TARGET = 2_000  # characters of a typed target
+
+
+def from_link(name: str, choices, lang: str) -> None:
+    """The link's value of one of this page's keys, when it has one: set as its widget's value if it is among
+    `choices` (a mapping from the link's text to the value, or the texts allowed), else a notice."""
+    raw = page_param(name)
+    if raw is None:
+        return
+    key = LINK_KEYS[name]
+    value = choices.get(raw) if isinstance(choices, dict) else raw if raw in choices else None
+    if value is None:
+        current = st.session_state.get(key)
+        st.warning(t("s2s.url.bad", lang, what=t(LABELS[name], lang), value=show_value(raw),
+                     default=show_value("" if current is None else current)), icon=":material/warning:")
+        return
+    st.session_state[key] = value
+
+
+def to_link(**values) -> None:
+    """This page's widgets' values into the URL (by their link names; None or False: not in it)."""
+    write_page_params({name: None if v is None or v is False else "1" if v is True else str(v)
+                       for name, v in values.items()})
 
 
 def page_models(view: View) -> list[str]:
@@ -35,8 +71,11 @@ def page_model(view: View) -> str:
     ss = st.session_state
     if ss.get("s2s_model") not in options:
         ss["s2s_model"] = view.model_name if view.model_name in options else MODEL
-    return st.selectbox(t("s2s.model", view.lang), options, key="s2s_model",
+    from_link("s2s_model", options, view.lang)
+    name = st.selectbox(t("s2s.model", view.lang), options, key="s2s_model",
                         format_func=lambda n: model_label(n, view.lang), help=t("s2s.model_help", view.lang))
+    to_link(s2s_model=name)
+    return name
 
 
 
@@ -51,6 +90,21 @@ def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str,
     lg = lang
     tasks = hasattr(model, "tasks")
     shortlist = hasattr(model, "allowed_tokens")
+    n_layers, n_heads = model.config.n_decoder_layers, model.n_heads("cross")
+    ss = st.session_state
+    if ss.get("s2s_layer") not in range(n_layers):  # the last layer by default (and after a change of model)
+        ss["s2s_layer"] = n_layers - 1
+    if ss.get("s2s_head") not in ["mean", *range(n_heads)]:
+        ss["s2s_head"] = "mean"
+    if tasks:
+        from_link("s2s_task", TASKS, lg)
+    if shortlist:
+        from_link("s2s_vocab", SWITCH, lg)
+    from_link("s2s_tf", SWITCH, lg)
+    if not tasks:
+        from_link("s2s_target", _Any(), lg)
+    from_link("s2s_layer", {str(i): i for i in range(n_layers)}, lg)
+    from_link("s2s_head", {"mean": "mean", **{str(i): i for i in range(n_heads)}}, lg)
     c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
     task = c1.radio(t("s2s.task", lg), TASKS, horizontal=True, key="task", format_func=lambda x: t(f"s2s.task.{x}", lg),
                     help="\n\n".join(t(f"s2s.task_help.{x}", lg) for x in TASKS)) if tasks else None
@@ -61,13 +115,21 @@ def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str,
     target = None
     if teacher and not tasks:  # no task answer to force: the user types the target (python -m model --target)
         target = st.text_input(t("s2s.target_translator" if shortlist else "s2s.target", lg), key="s2s_target",
-                               max_chars=2000, help=t("s2s.target_help", lg))
-    n_layers, n_heads = model.config.n_decoder_layers, model.n_heads("cross")
-    layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), index=n_layers - 1, key="s2s_layer",
+                               max_chars=MAX_TARGET, help=t("s2s.target_help", lg))
+    layer = c3.selectbox(t("s2s.decoder_layer", lg), range(n_layers), key="s2s_layer",
                          format_func=lambda i: t("s2s.layer_n", lg, i=i))
     head = c4.selectbox(t("s2s.head", lg), ["mean", *range(n_heads)], key="s2s_head",
                         format_func=lambda h: t("s2s.head_mean", lg) if h == "mean" else t("s2s.head_n", lg, i=h))
+    to_link(s2s_task=task, s2s_tf=teacher, s2s_target=target or None, s2s_layer=layer, s2s_head=head,
+            s2s_vocab=full_vocab)
     return task, teacher, layer, head, target, full_vocab and not teacher
+
+
+class _Any:
+    """Any text is a value (the typed target): `choices` for from_link."""
+
+    def __contains__(self, raw) -> bool:
+        return isinstance(raw, str) and len(raw) <= MAX_TARGET
 
 
 def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: list[str], lang: str = "en",
@@ -105,12 +167,16 @@ def summary(run: DecodingRun, task: str | None, teacher: bool, unknown_words: li
 
 def step_slider(run: DecodingRun, lang: str = "en") -> int:
     n_steps, ss = len(run.steps), st.session_state
+    from_link("s2s_step", {str(i): i for i in range(1, n_steps + 1)}, lang)
     if not isinstance(ss.get("step"), int) or not 1 <= ss["step"] <= n_steps:
         ss["step"] = min(max(ss.get("step", 1) if isinstance(ss.get("step"), int) else 1, 1), n_steps)
     if n_steps == 1:
         st.caption(t("s2s.one_step", lang))
-        return 1
-    return st.slider(t("s2s.step", lang), 1, n_steps, key="step", help=t("s2s.step_help", lang))
+        step = 1
+    else:
+        step = st.slider(t("s2s.step", lang), 1, n_steps, key="step", help=t("s2s.step_help", lang))
+    to_link(s2s_step=step)
+    return step
 
 
 def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str, teacher: bool) -> None:
@@ -187,11 +253,3 @@ def alignment(view: View, run: DecodingRun, layer: int, head: int | str) -> None
                                            t("s2s.fig.alignment", lg, where=where), view.text,
                                            f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1)))
     st.caption(caption)
-
-
-def translator_notice(model, unknown: list[str], lang: str) -> None:
-    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
-    read the text."""
-    examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
-    st.warning(t("s2s.translator_unreadable", lang, model=model_label(model.name, lang), n=len(unknown),
-                 examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")

@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import class_student, deck, readable, runs, share, store
+from . import class_room, class_student, deck, present, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -62,6 +62,11 @@ PAGE_ICON = "data:image/png;base64," + base64.b64encode(
 _VIEW: contextvars.ContextVar[View] = contextvars.ContextVar("headlight_view")
 RUN_MS_KEY = "_hl_run_ms"  # server-side ms of this session's last page run (read by bench/bench_app.py)
 PAGES_KEY = "_hl_pages"  # (lang, [st.Page]) of this session
+# the sidebar's controls are the session's state on every page: kept across a page switch. A switch made by the app
+# (st.switch_page: a deck's slide, the end of a presentation) reruns with no widget states from the browser, and
+# Streamlit then drops every widget's value that is not kept this way (the language, lecture mode, model, layer
+# and head came back as their defaults when a presentation ended, issue 34)
+KEEP = dict(persist_state="session")
 
 
 def current_view() -> View:
@@ -71,9 +76,11 @@ def current_view() -> View:
 
 def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
+    present.from_link()  # a deck's link on a session's first run: the deck, in its language (the menu's too)
+    class_room.follow_room()  # a student's session takes its class's model (and, on joining, its language)
     lang = session_lang()
     page = st.navigation(session_pages(lang))
-    deck.follow()  # a lesson deck's slide chosen by a callback: its page
+    present.follow()  # a lesson deck's slide chosen by a callback: its page
     started = time.perf_counter()
     try:
         # one run per core at a time: results are computed inside the run and held until it ends, so this bounds the
@@ -81,7 +88,7 @@ def run() -> None:
         # the one torch thread per run mean more concurrent runs would not be faster
         prefetch_trace(page.url_path)
         with store.compute_slot():
-            deck.top(page.url_path, lang)  # a deck's link, messages, the present mode's bar
+            present.top(page.url_path, lang)  # a slide link's page, messages, the present mode's bar
             view = sidebar(page.url_path)
             class_student.top(view)  # a student's class (a link with ?room=CODE): the banner and its question
             token = _VIEW.set(view)
@@ -161,7 +168,7 @@ def sidebar(page: str = "") -> View:
         ss[key] = value
     view = res.view
     draw_pickers(res, lang)
-    s.write_url(view)
+    s.write_url(view, page)
     share.share_button(st.sidebar, lang, page=page)  # after the URL is written: the code holds this run's view
     deck.add_button(st.sidebar, lang)
     draw_notices(view, page)
@@ -174,7 +181,7 @@ def read_controls() -> tuple[str, str, bool]:
     ss = st.session_state
     ss.setdefault(K_LECTURE, False)
     sb = st.sidebar
-    on = dict(on_change=s.clear_url_notices)
+    on = dict(on_change=s.clear_url_notices, **KEEP)
     ss.setdefault(K_LANG, "en")
     lang = sb.selectbox(t("sidebar.lang", ss[K_LANG]), LANGS, key=K_LANG, format_func=LANG_NAMES.get, **on)
     sb.selectbox(t("sidebar.examples", lang), s.PRESETS, index=None, key=K_PRESET, on_change=s.apply_preset,
@@ -186,7 +193,7 @@ def read_controls() -> tuple[str, str, bool]:
     sb.selectbox(t("sidebar.device", lang), s.device_choices(), key=K_DEVICE, **on,
                  format_func=lambda d: t("shell.device_auto", lang) if d == "auto" else d,
                  help=t("sidebar.device_help", lang))
-    lecture = sb.toggle(t("sidebar.lecture", lang), key=K_LECTURE, help=t("sidebar.lecture_help", lang))
+    lecture = sb.toggle(t("sidebar.lecture", lang), key=K_LECTURE, help=t("sidebar.lecture_help", lang), **KEEP)
     return lang, text, lecture
 
 
@@ -216,7 +223,7 @@ def draw_pickers(res: Resolution, lang: str) -> None:
     """The untrained-model caption, then block (an encoder-decoder's only), layer, head and token, on the values
     `resolve` chose (already in the session state)."""
     view, sb = res.view, st.sidebar
-    on = dict(on_change=s.clear_url_notices)
+    on = dict(on_change=s.clear_url_notices, **KEEP)
     if not get_spec(view.model_name).trained:
         sb.caption(":material/warning: " + t("sidebar.untrained", lang))
     if len(res.blocks) > 1:

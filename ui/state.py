@@ -4,8 +4,10 @@ URL state: the query string mirrors `text`, `model`, `layer`, `head`, `token` (a
 when they differ from the defaults). It is read once per session, on the first run, and every value is validated:
 an invalid one (layer 99, head -1, an unknown model, 100,000 characters of text) falls back to its default with a
 visible notice. Layer, head, token and block wait in PENDING until the model is known (ui/view.py `resolve`). The
-page itself is in the URL path, as `st.navigation` gives it. The sidebar that owns these widgets is drawn once per
-run by the shell (ui/shell.py).
+page itself is in the URL path, as `st.navigation` gives it. A page's own keys (ui/deckfile.py PAGE_QUERY: the open
+tab's id, the Encoder-decoder page's choices) wait in PAGE_PENDING until the page draws their widgets (`page_param`),
+which check them and write them back (`write_page_params`), so a share link and a deck slide carry them too. The
+sidebar that owns these widgets is drawn once per run by the shell (ui/shell.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTE
 from model.registry import register_local_models
 from model.trace import AttentionTrace
 
+from .deckfile import PAGE_QUERY, page_name
 from .view import (
     K_BLOCK,
     K_DEVICE,
@@ -51,6 +54,10 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 URL_DONE, URL_NOTICES, PENDING = "_hl_url_done", "_hl_url_notices", "_hl_pending"  # the link read, its notices, its
 # layer / head / token / block until the model is known
+PAGE_PENDING = "_hl_page_pending"  # the link's pages' own keys until their page draws them
+URL_PAGE = "_hl_url_page"  # the page whose view the URL holds (its own keys)
+# the pages' own keys a link may carry (each page's has its own name), but the tour's step, which the tour reads
+PAGE_KEYS = tuple(dict.fromkeys(k for name, keys in PAGE_QUERY.items() if name != "tour" for k in keys))
 CALLBACK_ERROR = "_hl_callback_error"
 SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_LANG)
 
@@ -87,7 +94,8 @@ def device_choices() -> list[str]:
 
 # ---- URL -> state (first run only) --------------------------------------------------------------------------
 def read_url() -> None:
-    """Seed widget state from the query string, once per session, validating every value."""
+    """Seed widget state from the query string, once per session, validating every value; the pages' own keys wait
+    for their page (`page_param`)."""
     ss = st.session_state
     ss[URL_DONE] = True
     qp = st.query_params
@@ -137,7 +145,25 @@ def read_url() -> None:
             notices.append(t("shell.url.room", lg, value=show_value(room)))
     # layer / head / token / block are validated once the model and the trace are known
     ss[PENDING] = {k: qp.get(k) for k in (K_LAYER, K_HEAD, K_TOKEN, K_BLOCK) if qp.get(k) is not None}
+    ss[PAGE_PENDING] = {k: qp.get(k) for k in PAGE_KEYS if qp.get(k) is not None}
     ss[URL_NOTICES] = notices
+
+
+def page_param(key: str) -> str | None:
+    """The link's value of one of the page's own keys, once (None when the link had none): the page checks it
+    before it draws the widget."""
+    pending = st.session_state.get(PAGE_PENDING)
+    return pending.pop(key, None) if isinstance(pending, dict) else None
+
+
+def write_page_params(values: dict[str, str | None]) -> None:
+    """Mirror a page's own keys into the query string (None: not in it), in one message when any changed."""
+    qp = st.query_params
+    for k in [k for k, v in values.items() if v is None and k in qp]:
+        del qp[k]
+    changed = {k: v for k, v in values.items() if v is not None and qp.get(k) != v}
+    if changed:
+        qp.update(changed)
 
 
 def safe_callback(fn):
@@ -168,8 +194,9 @@ def apply_preset() -> None:
     clear_url_notices()
 
 
-def write_url(view: View) -> None:
-    """Mirror the view into the query string (only keys that changed, so no needless messages)."""
+def write_url(view: View, page: str = "") -> None:
+    """Mirror the view into the query string (only keys that changed, so no needless messages); when the page has
+    changed, the page before's own keys (its open tab) leave it. `page`: the url path of the page that runs."""
     want: dict[str, str | None] = {
         K_TEXT: view.text if len(quote(view.text)) <= MAX_URL_TEXT else None,
         K_MODEL: view.model_name,
@@ -182,9 +209,14 @@ def write_url(view: View) -> None:
         K_SID: st.session_state.get(SESSION_ID) if st.session_state.get(K_ROOM) else None,  # and its anonymous id
     }
     qp = st.query_params
+    name = page_name(page)
+    if st.session_state.get(URL_PAGE, name) != name:
+        own = PAGE_QUERY.get(name, ())
+        want.update({k: None for keys in PAGE_QUERY.values() for k in keys if k not in own})
+    st.session_state[URL_PAGE] = name
     for k, v in want.items():
         if v is None and k in qp:
-            del qp[k]  # rare: a default value again
+            del qp[k]  # rare: a default value again, or the page changed
     changed = {k: v for k, v in want.items() if v is not None and qp.get(k) != v}
     if changed:
         qp.update(changed)  # one message to the browser, however many keys changed (a new sentence: text and token)

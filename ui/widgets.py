@@ -21,9 +21,18 @@ from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
 from viz.html import HTML_MIME, figure_html
 from viz.model_notes import ModelFacts, pad_label, specials_label
 
+from .state import page_param, write_page_params
+from .view import show_value
+
 PLOTLY_CONFIG = {"displaylogo": False}
 LANG_KEY = "lang"  # the sidebar's language widget (ui.state.K_LANG)
 ARROWS_TAKEN = "_hl_arrows_taken"  # True while a lesson deck is presented: its bar owns the arrow keys (ui/deck.py)
+# Streamlit's main area is focusable (its keys scroll it), and once a click or a key has focused it, it draws a grey
+# 3 px frame round the whole page (an inset box-shadow on its ::before): on a projector, where the arrow keys move
+# between slides or tour steps, no frame. The keys still work: the focus stays where it was, only unframed.
+NO_FOCUS_FRAME_CSS = """<style>
+[data-testid="stMain"]:focus::before, [data-testid="stMain"]:focus-visible::before { box-shadow: none !important; }
+</style>"""
 
 
 def session_lang() -> str:
@@ -33,6 +42,15 @@ def session_lang() -> str:
         return pick_lang(st.session_state.get(LANG_KEY), st.query_params.get(LANG_KEY))
     except Exception:  # noqa: BLE001 - outside a Streamlit run (plain unit tests)
         return DEFAULT_LANG
+
+
+def presenting() -> bool:
+    """Whether a lesson deck is being presented: its bar is above the page (it owns the arrow keys and Back / Next)
+    and the sidebar is hidden, so a page neither draws its own Back / Next nor points to the sidebar."""
+    try:
+        return bool(st.session_state.get(ARROWS_TAKEN))
+    except Exception:  # noqa: BLE001 - outside a Streamlit run (plain unit tests)
+        return False
 
 
 def document_lang(lang: str) -> None:
@@ -60,34 +78,42 @@ def shared_kv(model, head: int, block: str = "decoder_self") -> int | None:
     return kv_head(head, cfg.n_heads, getattr(cfg, "n_kv_heads", None))
 
 
-def localised_tabs(names: Sequence[str], key: str, lang: str, **kwargs):
-    """st.tabs with labels `t(name, lang)` for each catalogue key in `names`. The tab state (the open tab's LABEL)
-    survives a change of language: a label of another language becomes the same tab in this one, and any other
-    value falls back to the first tab. The same is done for a tab bound to the URL."""
-    labels = [t(n, lang) for n in names]
+def localised_tabs(names: Sequence[str], key: str, lang: str, *, url: bool = False, on_change="rerun", **fmt):
+    """The one tab helper: lazy st.tabs (on_change="rerun": only the open tab is built, `tab.open`) labelled
+    `t(name, lang, **fmt)` for each catalogue key in `names`. Session state holds the open tab's LABEL (Streamlit's
+    tabs); a tab is known elsewhere by its id, the end of its catalogue key ("ffn" for "steps.tab.ffn"). A label of
+    another language (a change of language) or an id becomes the same tab in this one; any other value falls back to
+    the first tab. `url`: the open tab's id is in the page's link under `key`, so a
+    share link and a deck slide reopen it: the link's value (ui/state.py page_param; an old link's label too) opens
+    its tab, and one that names no tab opens the first with a notice."""
+    labels = [t(n, lang, **fmt) for n in names]
+    ids = [n[n.rfind(".") + 1:] for n in names]
     ss = st.session_state
 
-    def fix(value):
-        if value is None or value in labels:
-            return value
+    def index(value) -> int | None:
+        if value in labels:
+            return labels.index(value)
+        if value in ids:
+            return ids.index(value)
         for other in LANGS:
-            others = [t(n, other) for n in names]
+            others = [t(n, other, **fmt) for n in names]
             if value in others:
-                return labels[others.index(value)]
-        return labels[0]
+                return others.index(value)
+        return None
 
-    if kwargs.get("bind") == "query-params":
-        raw = st.query_params.get(key)
-        fixed = fix(raw)
-        if fixed != raw:
-            st.query_params[key] = fixed
-            if key in ss:
-                ss[key] = fixed
-    if key in ss:
-        fixed = fix(ss[key])
-        if fixed != ss[key]:
-            ss[key] = fixed
-    return st.tabs(labels, key=key, **kwargs)
+    asked = page_param(key) if url else None
+    if asked is not None:
+        i = index(asked)
+        if i is None:
+            st.warning(t("shell.url.tab", lang, value=show_value(asked), tab=labels[0]), icon=":material/warning:")
+        ss[key] = labels[i or 0]
+    elif ss.get(key) is not None and ss[key] not in labels:
+        ss[key] = labels[index(ss[key]) or 0]
+    tabs = st.tabs(labels, key=key, on_change=on_change)
+    if url:
+        open_ = ss.get(key)
+        write_page_params({key: ids[labels.index(open_) if open_ in labels else 0]})
+    return tabs
 
 
 def table(data, lecture: bool, *, key: str | None = None, height: int | None = None) -> None:

@@ -8,7 +8,7 @@ Framework for Transformer Circuits"):
 and the logit of token t is  W_U[t] . Norm(r) + b_U[t]. The final norm is not linear, but with its scale taken from
 the REAL final residual r it is applied linearly to each part:
 
-    RMSNorm:   Norm(r) = gamma * r * s,                s = 1 / sqrt(mean(r^2) + eps)
+    RMSNorm:   Norm(r) = gamma * r * s,                s = 1 / sqrt(mean(r^2) + eps)   (Gemma: gamma = 1 + γ)
     LayerNorm: Norm(r) = gamma * (r - mean(r)) * s + beta,   s = 1 / sqrt(var(r) + eps)
 
 so a part c contributes  s * (gamma * u) . c  (LayerNorm: c centred first), with u = W_U[target] - W_U[foil] (or
@@ -33,7 +33,8 @@ import numpy as np
 import torch
 
 from ..run import Keep, Run
-from .common import AnswerToken, answer_token, check_decoder_only, prompt_ids, ro
+from ..norms import norm_scale
+from .common import AnswerToken, answer_token, check_attributable, prompt_ids, ro
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def read_out(norm, r: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, floa
     """The final norm made linear at the real residual r (d,): (w (d,), s, beta . u) such that a part c contributes
     w . c (LayerNorm: w is centred, which centres c)."""
     r = r.double()
-    gamma = norm.weight.double() if norm.weight is not None else torch.ones_like(r)
+    gamma = norm_scale(norm).double() if norm.weight is not None else torch.ones_like(r)  # Gemma's: 1 + γ
     if isinstance(norm, torch.nn.RMSNorm):
         eps = norm.eps if norm.eps is not None else torch.finfo(torch.float32).eps
         s = 1.0 / torch.sqrt((r * r).mean() + eps)
@@ -96,7 +97,7 @@ def read_out(norm, r: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, floa
 def attribute(loaded, text: str, target: str | None = None, foil: str | None = None) -> Attribution:
     """DLA at the last position of `text` for `target` (None: the model's own next token) minus `foil` (None: the
     target's logit alone)."""
-    check_decoder_only(loaded)
+    check_attributable(loaded)
     ids, tokens = prompt_ids(loaded, text)
     module, cfg = loaded.module, loaded.config
     rec = loaded.run(Run(ids, keep=Keep(heads=True, sublayers=True, logits="last")))

@@ -35,11 +35,23 @@ def answer_token(loaded, text: str) -> AnswerToken:
 
 
 def check_decoder_only(loaded) -> None:
-    """Attribution and patching read next-token logits of one causal stack with a final norm (pre-LN)."""
-    if loaded.kind != "decoder" or loaded.config.norm_placement != "pre":
+    """Attribution and patching read the next-token logits of a decoder-only language model."""
+    if loaded.kind != "decoder":
         raise InputError(f"{loaded.name} is not a decoder-only language model: direct logit attribution and "
                          "activation patching need one (e.g. smollm2-135m).", key="cause_decoder_only",
                          model=loaded.name)
+
+
+def check_attributable(loaded) -> None:
+    """Direct logit attribution needs the residual stream to be a plain sum of its parts: a pre-LN stack whose
+    sublayers' outputs are added as they are (Gemma's post-norms normalise each sublayer's output first, so a head's
+    part of it is not linear: refused, by the config's declaration)."""
+    check_decoder_only(loaded)
+    cfg = loaded.config
+    if cfg.norm_placement != "pre" or cfg.post_norms:
+        raise InputError(f"{loaded.name} normalises each sublayer's output before adding it to the residual stream: "
+                         "its logit is not a sum of the heads' parts, so direct logit attribution does not apply "
+                         "(activation patching does).", key="cause_not_additive", model=loaded.name)
 
 
 def prompt_ids(loaded, text: str, limit: int = MAX_CAUSE_TOKENS) -> tuple[list[int], list[str]]:

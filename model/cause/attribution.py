@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..run import Keep, Run
 from ..norms import norm_scale
+from ..run import Keep, Run
 from .common import AnswerToken, answer_token, check_attributable, prompt_ids, ro
 
 

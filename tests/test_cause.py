@@ -263,3 +263,32 @@ def test_a_decoders_replay_equals_its_greedy_decoding_and_the_full_forward(fixtu
         assert sizes == [kv_src + L * d * 4] * len(sizes)
     else:
         assert sizes == [kv_src + 2 * L * (k + 1) * d * 4 for k in range(len(sizes))]
+
+
+# ---- the newer families: Qwen3 (q/k norms) and Gemma 3 (sliding windows, post-norms, 1 + γ) ------------------------
+@pytest.mark.parametrize("arch", ["qwen3", "gemma3"])
+def test_qwen3_and_gemma3_replay_and_patching_against_transformers(tmp_path, arch):
+    """Greedy replay equals transformers' generate and the full forward (Gemma 3's local layers see a window of 4
+    through the cache too); head patching equals the hooks; DLA equals them on Qwen3, and Gemma 3, whose post-norms
+    normalise each sublayer's output before the residual sum, is refused by its config."""
+    ref, path, _ = make_llama(tmp_path / arch, arch)
+    ref.config._attn_implementation = "eager"
+    ours = load_local(CPU, path)
+    g = generate(ours, "The animal didn't cross the street", 10)
+    assert g.ids == hf_generate(ref, list(g.prompt_ids), 10)
+    check_rows(ours, ref, g)
+    p = patch(ours, CLEAN, CORRUPT, TARGET, FOIL, residual=False)
+    cid, xid = list(p.clean_ids), list(p.corrupt_ids)
+    want = np.array([[patch_head(ref, cid, xid, p.target.id, p.foil.id, la, h) for h in range(p.head.shape[1])]
+                     for la in range(p.head.shape[0])])
+    np.testing.assert_allclose(p.head, want, rtol=0, atol=ATOL)
+    if arch == "gemma3":
+        with pytest.raises(InputError) as e:
+            attribute(ours, CLEAN, TARGET, FOIL)
+        assert e.value.key == "cause_not_additive"
+        return
+    a = attribute(ours, CLEAN, TARGET, FOIL)
+    want = dla(ref, list(a.ids), a.target.id, a.foil.id)
+    np.testing.assert_allclose(a.head, want["head"], rtol=0, atol=ATOL)
+    np.testing.assert_allclose(a.mlp, want["mlp"], rtol=0, atol=ATOL)
+    assert a.total == pytest.approx(want["total"], abs=ATOL) and abs(a.error) < 1e-5

@@ -46,10 +46,11 @@ MAX_VALUE = 200  # characters of any other query or option value
 
 # what the URL carries (ui/state.py SHARED_KEYS, the tour's `step`, the Head lab's `hl_tab`)
 VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
-PAGE_QUERY = {"tour": ("step",), "heads": ("hl_tab",)}  # a page's own keys in the URL
+PAGE_QUERY = {"tour": ("step",), "heads": ("hl_tab",), "training": ("task", "snap")}  # a page's own keys in the URL
 # the pages' own choices, kept in session state: the lazy tabs' open label, the explorer's options
 PAGE_OPTIONS = {"explorer": ("ex_tab", "ex_mode", "ex_hide_special", "ex_merge_words"), "steps": ("steps_tab",),
-                "positional": ("pe_tab",), "masks": ("mask_tab",), "seq2seq": ("teacher_forcing",)}
+                "positional": ("pe_tab",), "masks": ("mask_tab",), "seq2seq": ("teacher_forcing",),
+                "training": ("train_tab",)}
 QUERY_KEYS = (*VIEW_KEYS, *(k for keys in PAGE_QUERY.values() for k in keys))
 OPTION_KEYS = tuple(k for keys in PAGE_OPTIONS.values() for k in keys)
 BOOL_OPTIONS = ("ex_hide_special", "ex_merge_words", "teacher_forcing")

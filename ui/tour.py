@@ -37,6 +37,7 @@ from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from viz.theme import esc
 
 from . import quiz, runs, store
+from .pages import page_file
 from .seq2seq import is_translator, translator_notice
 from .steps_page import draw_figures, output_check
 from .view import View, md_escape, show_value
@@ -156,6 +157,8 @@ def render(view: View) -> None:
         st.info(t("tour.need_text", lg), icon=":material/edit:")
     else:
         _encoder_step(view, key, lg, quiz_on)
+    if key == "output":  # how these weights were learned: the Training page
+        st.page_link(page_file("training"), label=t("train.tour_link", lg), icon=":material/model_training:")
     st.divider()
     navigation(step, lg, "bottom")
 
@@ -420,8 +423,7 @@ def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
         fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
         title = f"{name} · " + t("tour.fig.cross", lg, where=where)
-        chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
-                                        view.text, f"{name}-cross"))
+        chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title, view.text, f"{name}-cross"))
         fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
         st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
                                             out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),

@@ -126,6 +126,19 @@ def test_the_page_can_be_added_to_the_deck():
     assert slide.options["train_tab"] == t(tp.TAB_KEYS[tp.RUN_TAB], "en")
 
 
+def test_a_deck_slide_of_the_page_opens_its_snapshot():
+    at = _tab(_page(task="swap"), tp.RUN_TAB)
+    at.select_slider(key=tp.K_SNAP).set_value(100).run()
+    at.button(key="deck_add").click().run()
+    at.switch_page(page_file("deck")).run()
+    assert_ok(at)
+    at.button(key="deck_from_0").click().run()  # present it: the Training page, its task, tab and snapshot
+    assert_ok(at)
+    assert at.title[0].value == t("train.title", "en")
+    assert at.session_state[tp.K_TASK] == "swap" and at.select_slider(key=tp.K_SNAP).value == 100
+    assert at.metric[0].value == "100 / 400" and not _warnings(at)
+
+
 def test_the_tour_links_to_the_page():
     from ui import tour
 

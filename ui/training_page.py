@@ -65,21 +65,23 @@ def dropout(task: str, sentence: str, seed: int, block: str, layer: int, head: i
 
 # ---- the link ------------------------------------------------------------------------------------------------------
 def read_link(lang: str) -> None:
-    """The task and the snapshot from the link, when it differs from what this page wrote last."""
+    """The task and the snapshot from the link: when it differs from what this page wrote last (a new link), or when
+    the page's own state is gone (a lesson deck's slide brings the page back with its link; Streamlit forgets a
+    widget's state once its page is left). A bad value gets one notice, only for a new link."""
     ss = st.session_state
     raw = (st.query_params.get(URL_TASK), st.query_params.get(URL_SNAP))
-    if ss.get(SEEN) == raw:
-        return
+    fresh = ss.get(SEEN) != raw
     ss[SEEN] = raw
     task, snap = raw
-    if task is not None:
+    if task is not None and (fresh or K_TASK not in ss):
         if task in an.TASKS:
             ss[K_TASK] = task
-        else:
+        elif fresh:
             ss[NOTICE] = t("train.bad_task", lang, value=show_value(task), tasks=", ".join(an.TASKS))
-    if snap is not None:
+    if snap is not None and (fresh or K_SNAP not in ss):
         ss[PENDING] = snap
-        ss[K_TAB] = t(TAB_KEYS[RUN_TAB], lang)  # a link to a snapshot opens the recorded run
+        if fresh:
+            ss[K_TAB] = t(TAB_KEYS[RUN_TAB], lang)  # a link to a snapshot opens the recorded run
 
 
 def write_link(task: str, snap: int | None) -> None:
@@ -148,7 +150,8 @@ def smoothing_section(view: View, task: str) -> None:
     positions = list(range(len(run.target) + 1))
     labels = [*run.target, "<eos>"]
     pos = c1.selectbox(t("train.smooth.position", lg), positions, key="train_smooth_pos",
-                       format_func=lambda i: t("train.smooth.pos_opt", lg, i=i, inp=run.decoder_input[i], label=labels[i]))
+                       format_func=lambda i: t("train.smooth.pos_opt", lg, i=i, inp=run.decoder_input[i],
+                                               label=labels[i]))
     eps = c2.slider(t("train.smooth.eps", lg), 0.0, 0.5, 0.1, step=0.05, key="train_eps")
     sm = smoothing(task, int(pos), round(float(eps), 2))
     st.caption(t("train.smooth.convention", lg, eps=sm.eps, v=sm.vocab_size, each=sm.eps / sm.vocab_size,
@@ -257,7 +260,8 @@ def dropout_section(view: View, task: str) -> None:
     figs = vt.dropout_figures(d, lang=lg, lecture=view.lecture, width=column_width(len(cols)))
     for i, (fig, m, name) in enumerate(zip(figs, (d.train, d.eval), ("train", "eval"))):
         with cols[i % len(cols)]:
-            chart(fig, f"train_drop_{name}", Export(m, list(d.rows), list(d.cols), fig.layout.title.text or "",
+            chart(fig, f"train_drop_{name}", Export(m, list(d.rows), list(d.cols),
+                                                    vt.plain_title(fig.layout.title.text),
                                                     sentence, f"training-dropout-{name}"))
     st.caption(t("train.drop.count", lg, n=int(d.dropped.sum()), total=int(d.allowed.sum()), p=d.p,
                  scale=1 / (1 - d.p)))

@@ -26,7 +26,7 @@ from viz.theme import column_width
 from . import class_room as cr
 from .training_page import K_SNAP, PENDING, recorded_run, write_link
 from .view import View, md_escape
-from .widgets import Export, chart
+from .widgets import Export, chart, export_popover
 
 LIVE_FLAG = "HEADLIGHT_LIVE_TRAINING"  # "1": every session of this server may start a live run
 POLL_S = 0.5  # the live run's redraw (a fragment); the first snapshot is drawn by the run the click starts
@@ -75,22 +75,34 @@ def snapshot(view: View, run: an.RunView, i: int, prefix: str, recorded: bool = 
     out = " ".join(run.greedy[i]) or "∅"
     st.markdown(t("train.run.greedy", lg, step=step, out=out, right=" ".join(run.target),
                   mark="✓" if run.greedy[i] == run.target else "✗"))
+    head, layer, h = map_choice(run)
+    figs = figure("cross", head), figure("encoder", layer, h)
+    out = (None, None) if recorded else exports(run, i, head, layer, h, *figs)  # the recorded run's: outside
+    cols = st.columns(n_cols)
+    with cols[0]:
+        chart(figs[0], f"{prefix}_cross", out[0])
+        st.caption(t("train.run.right_note", lg))
+    with cols[-1]:
+        chart(figs[1], f"{prefix}_enc", out[1])
+
+
+def map_choice(run: an.RunView) -> tuple:
+    """(cross head or "mean", encoder layer, encoder head) as picked, kept to the run's shapes."""
     head = st.session_state.get(K_HEAD, "mean")
     head = head if head in ("mean", *range(run.cross.shape[2])) else "mean"
     layer = int(st.session_state.get(K_ENC_LAYER, 0)) % run.encoder.shape[1]
-    h = int(st.session_state.get(K_ENC_HEAD, 0)) % run.encoder.shape[2]
-    name = f"training-{run.task}-step{step}"
-    cols = st.columns(n_cols)
-    with cols[0]:
-        fig = figure("cross", head)
-        chart(fig, f"{prefix}_cross", Export(_cross_matrix(run, i, head), list(fig.data[0].y), list(run.source),
-                                             fig.layout.title.text or "", an.FIXED_SENTENCE, f"{name}-cross"))
-        st.caption(t("train.run.right_note", lg))
-    with cols[-1]:
-        fig = figure("encoder", layer, h)
-        chart(fig, f"{prefix}_enc", Export(run.encoder[i, layer, h], list(run.source), list(run.source),
-                                           fig.layout.title.text or "", an.FIXED_SENTENCE,
-                                           f"{name}-encoder-L{layer}-H{h}"))
+    return head, layer, int(st.session_state.get(K_ENC_HEAD, 0)) % run.encoder.shape[2]
+
+
+def exports(run: an.RunView, i: int, head, layer: int, h: int, cross_fig, enc_fig) -> tuple[Export, Export]:
+    """What the two maps of snapshot i export (their numbers and a slide-quality twin, titled as the figures)."""
+    name = f"training-{run.task}-step{int(run.steps[i])}"
+    rows = [f"{x} → {y}" for x, y in zip(run.decoder_input, (*run.target, "<eos>"))]
+    return (Export(_cross_matrix(run, i, head), rows, list(run.source), vt.plain_title(cross_fig.layout.title.text),
+                   an.FIXED_SENTENCE, f"{name}-cross"),
+            Export(run.encoder[i, layer, h], list(run.source), list(run.source),
+                   vt.plain_title(enc_fig.layout.title.text),
+                   an.FIXED_SENTENCE, f"{name}-encoder-L{layer}-H{h}"))
 
 
 def _cross_matrix(run: an.RunView, i: int, head):
@@ -136,6 +148,18 @@ def recorded_section(view: View, task: str) -> None:
         ss[K_SNAP] = steps[-1]
     map_pickers(run, lg)
     scrub(view, task)
+    # the maps' exports, outside the fragment: two popovers redrawn on every move cost more in the browser than the
+    # maps themselves; a popover's content is built when it opens (a full run), so it is the step on screen
+    i = steps.index(int(ss[K_SNAP]))
+    head, layer, h = map_choice(run)
+    width = column_width(1 if view.lecture else 2)
+    figs = (recorded_figure(task, "cross", i, head, None, lg, view.lecture, width),
+            recorded_figure(task, "encoder", i, layer, h, lg, view.lecture, width))
+    st.caption(t("train.run.export", lg))
+    for col, key, export, fig in zip(st.columns(2), ("train_rec_cross", "train_rec_enc"), exports(run, i, head, layer,
+                                                                                                  h, *figs), figs):
+        with col:
+            export_popover(f"{key}-export", export, fig)
 
 
 @st.fragment

@@ -5,6 +5,9 @@ results of analysis/training.py (no Streamlit, no torch); titles in `lang` from 
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -13,9 +16,19 @@ from i18n import head_name, t
 
 from .heatmap import heatmap
 from .masks import mask_heatmap
-from .theme import HIGHLIGHT, base_layout, esc, figure, fonts, subplot_axes, subplot_grid
+from .theme import HIGHLIGHT, base_layout, esc, figure, fonts, subplot_axes, subplot_grid, title_margin
 
 PAPER_COLOUR, CHOSEN_COLOUR, LAB_COLOUR = "#9c9c9c", "#4e79a7", "#f28e2b"
+
+
+def _two_lines(title: str, sub: str) -> str:
+    """A figure title in two lines (the second smaller), already escaped: long titles fit a phone's width."""
+    return f"{esc(title, 120)}<br><sup>{esc(sub, 120)}</sup>"
+
+
+def plain_title(title: str | None) -> str:
+    """A figure's title as plain text (for an export's title): its two lines joined by " · ", markup removed."""
+    return html.unescape(re.sub(r"<[^>]*>", "", str(title or "").replace("<br>", " · ")))
 
 
 def _x_marker(step: int, colour: str = HIGHLIGHT) -> dict:
@@ -121,12 +134,14 @@ def dropout_figures(d: Dropout, *, lang: str = "en", lecture: bool = False,
     top = float(max(d.train.max(), d.eval.max(), 1e-6))
     where = head_name(d.layer, d.head, lang, block=d.block if d.block != "encoder" else None)
     out = []
-    for key, m in (("train.drop.train_fig", d.train), ("train.drop.eval_fig", d.eval)):
-        title = esc(t(key, lang, where=where, seed=d.seed, n=int(d.dropped.sum()), p=d.p), 160)
+    for key, m in (("train.drop.train", d.train), ("train.drop.eval", d.eval)):
+        fmt = dict(where=where, seed=d.seed, n=int(d.dropped.sum()), p=d.p)
+        title = _two_lines(t(key + "_fig", lang, **fmt), t(key + "_sub", lang, **fmt))
         fig = heatmap(m, list(d.rows), list(d.cols), masked=~d.allowed, title=title, zmin=0.0, zmax=top,
                       xlabel=t("train.axis.key", lang), ylabel=t("train.axis.query", lang), lecture=lecture,
-                      colorbar_title=t("train.axis.weight", lang), lang=lang, width=width, text_auto=False)
-        if key == "train.drop.train_fig" and d.dropped.any():
+                      colorbar_title=t("train.axis.weight", lang), lang=lang, width=width, text_auto=False,
+                      extra_layout={"margin": {"t": title_margin(lecture, 2)}})
+        if key == "train.drop.train" and d.dropped.any():
             ys, xs = np.nonzero(d.dropped)
             cols, rows = fig.data[0].x, fig.data[0].y
             fig.add_trace(go.Scatter(x=[cols[j] for j in xs], y=[rows[i] for i in ys], mode="markers",
@@ -178,21 +193,22 @@ def cross_figure(run: RunView, i: int, head: int | str = "mean", *, lang: str = 
     m = maps.mean(0) if head == "mean" else maps[int(head)]
     where = t("train.run.mean_heads", lang, layer=layer) if head == "mean" else head_name(layer, int(head), lang,
                                                                                           block="cross")
-    title = esc(t("train.run.cross_fig", lang, where=where, step=int(run.steps[i])), 160)
+    title = _two_lines(t("train.run.cross_fig", lang, step=int(run.steps[i])), where)
     r = 0.32  # the circles' radius, in cells
     rings = [dict(type="circle", xref="x", yref="y", x0=j - r, x1=j + r, y0=row - r, y1=row + r, layer="above",
                   line=dict(color=HIGHLIGHT, width=3 if lecture else 2)) for row, j in enumerate(run.right)]
     fig = heatmap(m, _attention_rows(run), list(run.source), title=title, zmin=0.0, zmax=1.0,
                   xlabel=t("train.axis.source", lang), ylabel=t("train.axis.position", lang), lecture=lecture,
                   colorbar_title=t("train.axis.weight", lang), lang=lang, width=width, text_auto=False,
-                  extra_layout={"shapes": rings})
+                  extra_layout={"shapes": rings, "margin": {"t": title_margin(lecture, 2)}})
     return fig
 
 
 def encoder_figure(run: RunView, i: int, layer: int, head: int, *, lang: str = "en", lecture: bool = False,
                    width: int | None = None) -> go.Figure:
     """One encoder head's self-attention on the fixed sentence at snapshot i."""
-    title = esc(t("train.run.enc_fig", lang, where=head_name(layer, head, lang), step=int(run.steps[i])), 160)
+    title = _two_lines(t("train.run.enc_fig", lang, step=int(run.steps[i])), head_name(layer, head, lang))
     return heatmap(run.encoder[i, layer, head], list(run.source), list(run.source), title=title, zmin=0.0, zmax=1.0,
                    xlabel=t("train.axis.key", lang), ylabel=t("train.axis.query", lang), lecture=lecture,
-                   colorbar_title=t("train.axis.weight", lang), lang=lang, width=width, text_auto=False)
+                   colorbar_title=t("train.axis.weight", lang), lang=lang, width=width, text_auto=False,
+                   extra_layout={"margin": {"t": title_margin(lecture, 2)}})

@@ -9,9 +9,9 @@ The model is the project's one Transformer (model/transformer.py) built from LAB
 1 + 1 layers, d_ff 256, post-LN, sinusoidal positions, tied embeddings, over a 64-entry word vocabulary (VOCAB: the
 seven specials of model.data, then everyday English and Korean words). One layer each way and 64 sequences a step:
 measured against 2 + 2 layers (64 or 128 a step) and 1 + 1 with 96 or 128, it meets the targets for every seed tried
-in the least CPU time, which is what the 180 s limit on a shared 2-core machine is about (docs/benchmarks.md). A source is [<task>, x_1 .. x_n, <eos>],
-the decoder reads [<bos>, y_1 .. y_n] and learns [y_1 .. y_n, <eos>] (teacher forcing); x is n words drawn
-uniformly (3 <= n <= 8), y the task's permutation of x.
+in the least CPU time, which is what the 180 s limit on a shared 2-core machine is about (docs/benchmarks.md).
+A source is [<task>, x_1 .. x_n, <eos>], the decoder reads [<bos>, y_1 .. y_n] and learns [y_1 .. y_n, <eos>]
+(teacher forcing); x is n words drawn uniformly (3 <= n <= 8), y the task's permutation of x.
 
 Definitions the command line's JSON and the page share:
 - lr at snapshot `step` = schedule.rate(step) (step 0 taken as step 1): the rate of the update that made the weights.
@@ -56,8 +56,8 @@ from .schedule import ADAM_BETAS, ADAM_EPS, rate
 WORDS = (
     "i you we they she he am is are the a cat dog bird fish book tree student teacher sat saw ran ate read likes "
     "on in under big small red blue happy sleepy tired today very "
-    "나는 너는 우리는 고양이가 개가 새가 책을 학교에 간다 본다 읽는다 졸리다 잠이 온다 피곤하다 행복하다 오늘 지금 아주 "
-    "학생이다"
+    "나는 너는 우리는 고양이가 개가 새가 책을 학교에 간다 본다 읽는다 졸리다 잠이 "
+    "온다 피곤하다 행복하다 오늘 지금 아주 학생이다"
 ).split()
 VOCAB: tuple[str, ...] = (*SPECIAL_TOKENS, *WORDS)
 IDS: dict[str, int] = {w: i for i, w in enumerate(VOCAB)}

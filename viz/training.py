@@ -155,7 +155,8 @@ def dropout_figures(d: Dropout, *, lang: str = "en", lecture: bool = False,
 
 # ---- a lab run ------------------------------------------------------------------------------------------------------
 def curves_figure(run: RunView, step: int | None, *, lang: str = "en", lecture: bool = False) -> go.Figure:
-    """Loss, alignment (and token accuracy) and learning rate against the step, a marker at `step`."""
+    """Loss, alignment (and token accuracy) and learning rate against the step, a marker at `step`. Lines without
+    point markers and one marker shape: the slider redraws this figure on every move, and each SVG node costs."""
     titles = [t("train.run.loss", lang), t("train.run.alignment", lang), t("train.run.lr", lang)]
     layout = base_layout(lecture, 560, "")
     layout.update(subplot_grid(3, 1, titles, vertical_spacing=0.09, shared_xaxes=True))
@@ -164,8 +165,8 @@ def curves_figure(run: RunView, step: int | None, *, lang: str = "en", lecture: 
     data = []
     for row, y, key, colour in series:
         xa, ya = subplot_axes(row, 1, 1)
-        data.append(dict(type="scatter", x=run.steps, y=y, mode="lines+markers", name=t(key, lang), xaxis=xa,
-                         yaxis=ya, line=dict(color=colour, width=3), marker=dict(size=5),
+        data.append(dict(type="scatter", x=run.steps, y=y, mode="lines", name=t(key, lang), xaxis=xa,
+                         yaxis=ya, line=dict(color=colour, width=3),
                          hovertemplate=t("train.run.hover", lang) + "<extra></extra>"))
     f = fonts(lecture)
     layout["yaxis2"].update(range=[0, 1.05])
@@ -173,9 +174,8 @@ def curves_figure(run: RunView, step: int | None, *, lang: str = "en", lecture: 
     layout["xaxis3"].update(range=[0, run.total_steps], title=dict(text=t("train.axis.step", lang)))
     layout.update(legend=dict(orientation="h", y=-0.12, font=dict(size=f["legend"])),
                   margin=dict(l=10, r=10, t=40, b=10))
-    if step is not None:
-        layout["shapes"] = [dict(_x_marker(step), xref=subplot_axes(r, 1, 1)[0],
-                                 yref=subplot_axes(r, 1, 1)[1] + " domain") for r in (1, 2, 3)]
+    if step is not None:  # one line across the three panels (their x axes match the bottom one's)
+        layout["shapes"] = [dict(_x_marker(step), xref=subplot_axes(3, 1, 1)[0], yref="paper")]
     return figure(data, layout)
 
 

@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         info = load_state(run_dir, model, opt, gen)
         step, elapsed, history = info["step"], info["elapsed_s"], info["history"]
-        if info["config"] != config.to_dict():
+        if info["config"] != json.loads(json.dumps(config.to_dict())):  # as stored: tuples read back as lists
             print("error: the saved run has another model config", file=sys.stderr)
             return 2
     n_params = sum(p.numel() for p in model.parameters())

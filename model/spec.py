@@ -16,6 +16,7 @@ class ModelSpec:
     loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
     config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
+    scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
 
     def load(self, device):
         return self.loader(device)

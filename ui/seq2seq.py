@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.decoding import DecodingRun
+from analysis.readability import from_unknown_words
 from i18n import t
 from model import get_spec
 from model.data import TASKS
@@ -13,6 +14,7 @@ from viz import alignment as va
 from viz import seq2seq as vs
 from viz.theme import column_width
 
+from . import readable
 from .view import View, md_escape, model_label
 from .widgets import Export, chart
 
@@ -189,9 +191,14 @@ def alignment(view: View, run: DecodingRun, layer: int, head: int | str) -> None
     st.caption(caption)
 
 
-def translator_notice(model, unknown: list[str], lang: str) -> None:
-    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; which models
-    read the text."""
-    examples = ", ".join(f"“{md_escape(w)}”" for w in unknown[:3])
-    st.warning(t("s2s.translator_unreadable", lang, model=model_label(model.name, lang), n=len(unknown),
-                 examples=examples, source=t(f"s2s.lang.{model.source_lang}", lang)), icon=":material/translate:")
+def translator_notice(view: View, model, unknown: list[str], lang: str) -> bool:
+    """A translator reads English or Portuguese only: for words its vocabulary lacks (Korean, say) the notice says
+    so, names the models that read them (the registry's) and offers a switch of this page's model to one of them.
+    `unknown`: its unknown words in the text. True when the text is mostly unreadable: then the page shows no
+    translation of it, nor its decoding steps, which would be noise."""
+    r = from_unknown_words(view.text, unknown)
+    lead = t("read.translator", lang, model=model_label(model.name, lang),
+             source=t(f"s2s.lang.{model.source_lang}", lang))
+    readable.unreadable_notice(None, model.name, lang, key="s2s_switch", picker="s2s_model", among=page_models(view),
+                               r=r, stopped=r.mostly_unreadable, lead=lead)
+    return r.mostly_unreadable

@@ -50,7 +50,7 @@ DECODER_MODEL = "seq2seq-tiny"
 URL_KEY = "step"  # ?step=6, counted from 1
 STEP, JUMP, URL_DONE, NOTICE = "_tour_step", "tour_jump", "_tour_url_done", "_tour_notice"
 FORMULAS = {
-    "tokens": r"\text{text} \;\longrightarrow\; (t_0, t_1, \dots, t_{n-1})",
+    "tokens": r"\text{%(text)s} \;\longrightarrow\; (t_0, t_1, \dots, t_{n-1})",  # the text's name: the catalogue's
     "embedding": r"X = E[t] \in \mathbb{R}^{n \times d_{model}}",
     "positional": r"PE_{(pos, 2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\;"
                   r"PE_{(pos, 2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\; X' = X + PE",
@@ -147,7 +147,7 @@ def render(view: View) -> None:
     formula = since_formula(facts) if key == "since" else (step_formula(key, facts) if facts else None)
     if key == "decoder_self" and ssru_decoder(view):  # no look-ahead softmax to write: the SSRU's recurrence
         formula = SSRU_FORMULA
-    st.latex(formula or FORMULAS[key])
+    st.latex(formula or FORMULAS[key] % {"text": t("tour.tokens.formula_text", lg)})
     if key in DECODER_STEPS:
         _decoder_step(view, key, lg, quiz_on)
     elif key == "since":

@@ -139,10 +139,11 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
                                            vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lg),
                                            ylabel=t("s2s.axis.input", lg))))
     left, right = st.columns(2)
-    left.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg), key="s2s_row")
+    left.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg,
+                                          width=column_width(2)), key="s2s_row")
     with right:
         probs, prow, pcol = vs.topk_table(run)
-        chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg), "s2s_topk", Export(
+        chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg, width=column_width(2)), "s2s_topk", Export(
             probs, prow, pcol, t("s2s.export.topk", lg, model=run.model), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
     st.caption(t("s2s.figures_caption" if run.has_self_attention else "s2s.figures_caption_ssru", lg))
 

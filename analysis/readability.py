@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.scripts import scripts_of
-from model.tokenizer import piece_text
+from model.tokenizer import piece_bytes, piece_text
 from model.trace import AttentionTrace
 
 UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
@@ -27,28 +27,14 @@ def _is_jamo(ch: str) -> bool:
     return 0x1100 <= o <= 0x11FF or 0x3130 <= o <= 0x318F or 0xA960 <= o <= 0xA97F or 0xD7B0 <= o <= 0xD7FF
 
 
-def _byte_decoder() -> dict[str, int]:
-    """Byte-level BPE's printable stand-ins for the 256 bytes (GPT-2's bytes_to_unicode), inverted."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, n = list(keep), 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(keep, chars)}
-
-
-_BYTES = _byte_decoder()
-
-
 def _broken_bytes(token: str) -> bool:
     """A byte-level token that holds part of a character (SmolLM2 and GPT-2 read Hangul as UTF-8 bytes: "동" is three
     bytes, often in two tokens, neither of which is a letter)."""
-    if not token or any(c not in _BYTES for c in token):
+    raw = piece_bytes(token)
+    if raw is None:
         return False  # not a byte-level token (WordPiece, SentencePiece, a special token)
     try:
-        bytes(_BYTES[c] for c in token).decode("utf-8")
+        raw.decode("utf-8")
     except UnicodeDecodeError:
         return True
     return False

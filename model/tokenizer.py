@@ -37,6 +37,55 @@ def piece_text(token: str, first: bool = True) -> str:
     return token
 
 
+def _byte_stand_ins() -> dict[str, int]:
+    """Byte-level BPE's printable stand-ins for the 256 bytes (GPT-2's bytes_to_unicode), as character -> byte:
+    printable Latin-1 stands for itself, the others (space, newline, control bytes ...) for 256 + n ("Ġ", "Ċ")."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, n = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(keep, chars)}
+
+
+BYTE_STAND_INS = _byte_stand_ins()
+SHOWN_WHITESPACE = {"\n": "↵", " ": "␣", "\t": "⇥", "\r": "␍"}  # how shown_piece marks what is not seen
+
+
+def piece_bytes(token: str) -> bytes | None:
+    """The bytes a byte-level BPE token stands for ("ĊĠĠ" -> b"\\n  "), or None for a token that is not made of
+    byte stand-ins (a special token, a WordPiece or SentencePiece piece)."""
+    if not token or any(c not in BYTE_STAND_INS for c in token):
+        return None
+    return bytes(BYTE_STAND_INS[c] for c in token)
+
+
+def shown_piece(token: str, scheme: str | None) -> str:
+    """A token as a reader sees it. For a byte-level tokenizer ("bytelevel": GPT-2, SmolLM2) its bytes decoded to
+    text, with a newline shown as ↵, a space as ␣ and a tab as ⇥ ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣", "Ġthe" -> "␣the"), and a
+    byte that is only part of a character as <0xEB> (a Hangul syllable is three bytes, often in two tokens); any
+    other token as it is."""
+    raw = piece_bytes(token) if scheme == "bytelevel" else None
+    if raw is None:
+        return token
+    out, i = [], 0
+    while i < len(raw):
+        for j in range(min(len(raw), i + 4), i, -1):  # the longest whole character from here (UTF-8: 1-4 bytes)
+            try:
+                ch = raw[i:j].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            out.append("".join(SHOWN_WHITESPACE.get(c, c if c.isprintable() else f"<0x{ord(c):02X}>") for c in ch))
+            i = j
+            break
+        else:
+            out.append(f"<0x{raw[i]:02X}>")
+            i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Encoded:
     tokens: list[str]  # as the tokenizer sees them, e.g. ["[CLS]", "the", ..., "[SEP]"]

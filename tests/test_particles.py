@@ -121,7 +121,7 @@ def test_any_token_has_one_form(value, forms):
 
 def test_every_character_gets_one_form():
     """No character, alone or after a word, falls back to both forms (or raises: "³" was a KeyError)."""
-    from analysis.readability import _BYTES  # byte-level BPE's 256 stand-ins (Ġ, Ċ, ì, Ŀ ...)
+    from model.tokenizer import BYTE_STAND_INS as _BYTES  # byte-level BPE's 256 stand-ins (Ġ, Ċ, ì, Ŀ ...)
 
     chars = [chr(c) for c in range(0x20, 0x3100)] + list(_BYTES) + ["🐶", "😴", "🚗", "\U000f0000", "\x00", "\t"]
     bad = [c for c in chars for v in (c, "a" + c, "헤드 " + c) if "(" in particle(v, "이")]
@@ -129,7 +129,7 @@ def test_every_character_gets_one_form():
 
 
 def test_the_token_view_title_takes_one_particle_for_every_byte_piece():
-    from analysis.readability import _BYTES
+    from model.tokenizer import BYTE_STAND_INS as _BYTES
 
     for tok in [*_BYTES, "Ġë", "ìĿ", "ĊĠĠĠĠĠ", "âĢĻ", "[UNK]", "▁"]:
         title = t("ex.token.title", "ko", model="smollm2-135m", layer=0, token=tok)

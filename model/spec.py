@@ -17,6 +17,7 @@ class ModelSpec:
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
     config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
     scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
+    warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
 
     def load(self, device):
         return self.loader(device)

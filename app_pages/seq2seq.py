@@ -32,7 +32,6 @@ run = runs.decoding_run(view.device, view.text, task, teacher, name, target, ful
 # over the whole vocabulary: the shortlist's translation beside it (where the choice differs)
 other = runs.decoding_run(view.device, view.text, task, False, name, None, False) if full_vocab else None
 s2s.summary(run, task, teacher, unknown, view.lang, other)
-step = s2s.step_slider(run, view.lang)
-s2s.figures(view, run, step, layer, head, teacher)
+s2s.stepper(view, run, layer, head, teacher)  # the step slider and its figures: a fragment, rerun alone
 if task is None:  # a model that translates (or a local folder's): the alignment of its words
     s2s.alignment(view, run, layer, head)

@@ -57,14 +57,18 @@ soak: $(STAMP)
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 
+# the suite in parallel: one worker per core, each test file on one worker (its module fixtures, a server or a
+# browser, start once), the 25 slowest tests listed at the end
+PYTEST_PARALLEL := -n auto --dist loadfile --durations=25
+
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
 
 # the edit loop: slow and browser tests deselected (CI and `make test` run everything)
 test-fast: $(DEV_STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "not slow and not browser"
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow and not browser"
 
 bench: $(DEV_STAMP)
 	$(PY) bench/bench_model.py

@@ -1,7 +1,8 @@
 """The class's head ranking (class mode, issue 29): students send sentences with a query word (a pronoun) and the
 word it refers to, both chosen among the model's own tokens; over the approved sentences, every head is ranked by
 agreement: the share of sentences where the query row's most-attended token (special tokens ignored) is the class's
-referent.
+referent, or another piece of the referent's word (issue 34: "영희" is "▁영" + "희" on multilingual-e5-small,
+and a head that peaks on "희" found 영희 as much as one that peaks on "▁영").
 
     from analysis.class_heads import ClassSentence, rank_heads
     res = rank_heads(loaded, [ClassSentence("The animal didn't cross the street because it was tired", 8, 2)])
@@ -69,15 +70,27 @@ def most_attended(att: np.ndarray, query: int, special: list[bool]) -> np.ndarra
     return row.argmax(-1)
 
 
+def word_of(trace, i: int) -> list[int]:
+    """The token indices of the word that token `i` is a piece of (the tokenizer's word ids; `i` alone without
+    them)."""
+    ids = list(trace.source_word_ids or [])
+    if len(ids) != len(trace.source_tokens) or not 0 <= i < len(ids) or ids[i] < 0:
+        return [i]
+    return [j for j, w in enumerate(ids) if w == ids[i]]
+
+
 def sentence_hits(trace, query: int, referent: int) -> np.ndarray | None:
-    """(L, H) bool: where each head's most-attended token from `query` is `referent`; None when the indices do not
-    fit the trace's tokens or point at a special token."""
+    """(L, H) bool: where each head's most-attended token from `query` is `referent` or another piece of its word;
+    None when the indices do not fit the trace's tokens, point at a special token, or at one word."""
     block = block_of(trace)
     special = list(trace.axis_special(block)[1])
     n = len(special)
     if not (0 <= query < n and 0 <= referent < n) or query == referent or special[query] or special[referent]:
         return None
-    return most_attended(trace.attention(block), query, special) == referent
+    target = word_of(trace, referent)
+    if query in target:
+        return None
+    return np.isin(most_attended(trace.attention(block), query, special), target)
 
 
 def rank_heads(loaded, sentences: list[ClassSentence], *, traces: list | None = None) -> HeadRanking:

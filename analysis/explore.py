@@ -1,5 +1,7 @@
 """The Attention explorer's derived views of a trace: per head, average of heads or rollout, then optionally
-without [CLS]/[SEP] (rows renormalised), then optionally with subword pieces merged into words (analysis.metrics).
+without [CLS]/[SEP] (rows renormalised), then optionally with subword pieces merged into words (analysis.metrics), or
+byte pieces merged into the characters they spell (analysis.pieces: Hangul read as bytes). The masks each layer
+applied follow the same transforms, so the figures can draw the blocked cells (a sliding-window layer's band).
 
 Shapes: (L, H, n, m) attention; H' = H per head, 1 for mean / rollout.
 """
@@ -13,6 +15,7 @@ import numpy as np
 from model.trace import AttentionTrace
 
 from . import metrics as am
+from . import pieces
 from .frozen import freeze
 
 MODES = ("head", "mean", "rollout")  # per head, the average of heads, rollout across layers (names: ex.mode.<key>)
@@ -27,12 +30,51 @@ class Derived:
     cols: list[str]  # m' labels
     row_of_token: dict[int, int]  # original query-token index -> row of `att` (absent when hidden)
     n_heads: int  # heads shown: H, or 1 for the mean of heads and for rollout
+    allowed: np.ndarray | None = None  # (K, n', m') bool, True = may attend: the distinct masks the layers applied
+    layer_mask: tuple[int, ...] = ()  # per layer, its mask's index in `allowed`
+
+    def allowed_at(self, layer: int) -> np.ndarray | None:
+        """(n', m') the mask `layer` applied, as shown (hidden, merged); None where the trace holds none."""
+        return None if self.allowed is None else self.allowed[self.layer_mask[layer]]
 
 
-def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = False, merge: bool = False) -> Derived:
+def mergeable(trace: AttentionTrace, block: str) -> bool:
+    """Whether a block's tokens carry word ids to merge by: the encoder's, or a decoder-only model's one stack."""
+    return block == "encoder" or (block == "decoder_self" and trace.is_decoder_only)
+
+
+def spellable(trace: AttentionTrace, block: str) -> bool:
+    """Whether some of the block's tokens are byte pieces of a character (Hangul through SmolLM2, GPT-2, Gemma's
+    byte fallback): the explorer offers to show them as the characters they spell."""
+    rows, _ = trace.axis_tokens(block)
+    special, _ = trace.axis_special(block)
+    return mergeable(trace, block) and pieces.has_byte_pieces(rows, special, trace.meta.get("scheme"))
+
+
+def _layer_masks(trace: AttentionTrace, block: str, n_layers: int, mode: str) -> tuple[np.ndarray | None, tuple]:
+    """(K, n, m) the distinct masks the block's layers applied and each layer's index; rollout mixes the layers:
+    the block's own (causal) mask only."""
+    if block == "cross" or trace.masks.get(block) is None:
+        return None, ()
+    masks, index, which = [], [], {}
+    for layer in range(n_layers):
+        m = trace.mask_of(block, layer) if mode != "rollout" else trace.masks[block]
+        key = id(m)
+        if key not in which:
+            which[key] = len(masks)
+            masks.append(np.asarray(m, dtype=bool))
+        index.append(which[key])
+    return np.stack(masks), tuple(index)
+
+
+def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = False, merge: bool = False,
+           spell: bool = False) -> Derived:
+    """merge: subword pieces into words (their word ids); spell: byte pieces into the characters they spell (a word
+    merge already spells them)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
     att = trace.attention(block)  # (L, H, n, m)
+    allowed, layer_mask = _layer_masks(trace, block, att.shape[0], mode)
     rows_tok, cols_tok = trace.axis_tokens(block)
     rows_sp, cols_sp = trace.axis_special(block)
     if mode == "mean":
@@ -42,19 +84,34 @@ def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = F
     row_idx, col_idx = list(range(att.shape[-2])), list(range(att.shape[-1]))
     if hide:
         att, row_idx, col_idx = am.drop_special(att, rows_sp, cols_sp)
+        if allowed is not None:
+            allowed = allowed[:, row_idx][:, :, col_idx]
     rows = [rows_tok[i] for i in row_idx]
     cols = [cols_tok[j] for j in col_idx]
     row_of = {i: k for k, i in enumerate(row_idx)}
-    if merge and block == "encoder":
+    scheme = trace.meta.get("scheme")
+    r_units = c_units = None
+    if merge and mergeable(trace, block):
         words = trace.source_word_ids
         r_units = am.word_units([words[i] for i in row_idx])
         c_units = am.word_units([words[j] for j in col_idx])
+    elif spell and mergeable(trace, block):  # the pieces of one character (a Hangul syllable read as bytes)
+        r_units = pieces.spelled_units(rows, [rows_sp[i] for i in row_idx], scheme)
+        c_units = pieces.spelled_units(cols, [cols_sp[j] for j in col_idx], scheme)
+    if r_units is not None and c_units is not None:
         att = am.merge_words(att, r_units, c_units)
+        if allowed is not None:  # a merged cell may be attended where any of its pieces' cells may
+            pr, pc = am.merge_matrix(r_units, allowed.shape[1], mean=False), am.merge_matrix(c_units, allowed.shape[2],
+                                                                                           mean=False)
+            allowed = (pr @ allowed.astype(np.float32) @ pc.T) > 0
         row_of = {row_idx[i]: u for u, unit in enumerate(r_units) for i in unit}
-        rows, cols = am.unit_labels(rows, r_units), am.unit_labels(cols, c_units)
+        word = merge and mergeable(trace, block)
+        rows = pieces.unit_labels(rows, r_units, scheme, word=word)
+        cols = pieces.unit_labels(cols, c_units, scheme, word=word)
     if att is trace.attention(block):  # no transform: share the trace's read-only array (72 MB at 512 tokens)
-        return freeze(Derived(att, rows, cols, row_of, att.shape[1]))
-    return freeze(Derived(np.ascontiguousarray(att, dtype=np.float32), rows, cols, row_of, att.shape[1]))
+        return freeze(Derived(att, rows, cols, row_of, att.shape[1], allowed, layer_mask))
+    return freeze(Derived(np.ascontiguousarray(att, dtype=np.float32), rows, cols, row_of, att.shape[1], allowed,
+                          layer_mask))
 
 
 def block_metrics(trace: AttentionTrace, block: str) -> dict[str, np.ndarray]:

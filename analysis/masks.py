@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.masks import causal_mask, decoder_mask, padding_mask
+from model.masks import causal_mask, decoder_mask, padding_mask, sliding_window_mask
 
 from .frozen import freeze, to_numpy
 
@@ -108,6 +108,20 @@ def example_masks(words: list[str], pad: str = "<pad>") -> dict[str, np.ndarray]
     n = len(words)
     return freeze({"padding": padding_mask(ids, 0)[0, 0].expand(n, n).numpy(), "causal": causal_mask(n).numpy(),
                    "combined": decoder_mask(ids, 0)[0, 0].numpy()})
+
+
+def layer_kind_masks(loaded, n: int) -> dict[str, np.ndarray]:
+    """A decoder-only model's masks over n tokens by layer kind, with the model's own mask functions (True = may
+    attend): "global", the look-ahead triangle; and, where the model has sliding-window layers, "local", the band
+    (a token sees itself and the window - 1 before it) AND the triangle. Empty for other models."""
+    c = loaded.config
+    if c.kind != "decoder":
+        return {}
+    causal = causal_mask(n)
+    out = {"global": causal.numpy()}
+    if c.local_layers:
+        out["local"] = (causal & sliding_window_mask(n, c.sliding_window)).numpy()
+    return freeze(out)
 
 
 def stage_checks(stages: dict[str, np.ndarray]) -> dict[str, float]:

@@ -105,11 +105,13 @@ def relative_scores(q: np.ndarray, key: np.ndarray, theta: float, offsets, max_d
                    "max_diff": float(np.ptp(scores, axis=0).max()) if len(offsets) > 1 else 0.0})
 
 
-def head_distance_scores(q_proj: np.ndarray, k_proj: np.ndarray, theta: float, max_distance: int) -> np.ndarray:
+def head_distance_scores(q_proj: np.ndarray, k_proj: np.ndarray, theta: float, max_distance: int, *,
+                         scaling: float = 1.0, scalar: float | None = None) -> np.ndarray:
     """One query's projection q = x W_Q (k,) and the keys' projections K_proj (m, k), before RoPE, with the model's
     own rotary module (model/attention.Rotary, float32 tables as transformers builds them): (m, D+1), the scaled
     score (R(delta) q) · k_j / sqrt(k) of q placed delta = 0..max_distance tokens after key j. At key j's real
-    distance it is the model's own scaled score Q_i · K_j / sqrt(k), whatever the absolute positions."""
+    distance it is the model's own scaled score Q_i · K_j / sqrt(k), whatever the absolute positions. `scaling`: the
+    layer's linear RoPE scaling; `scalar`: the number under the score's root where it is not k (Gemma 3)."""
     import torch
 
     from model.attention import Rotary
@@ -119,10 +121,10 @@ def head_distance_scores(q_proj: np.ndarray, k_proj: np.ndarray, theta: float, m
     q = torch.tensor(np.asarray(q_proj), dtype=torch.float32)
     keys = torch.tensor(np.asarray(k_proj), dtype=torch.float32)
     k = q.shape[-1]
-    rotary = Rotary(k, float(theta), max_distance + 1)
+    rotary = Rotary(k, float(theta), max_distance + 1, scaling)
     with torch.inference_mode():
         turned = rotary(q.expand(max_distance + 1, k)[None, None])[0, 0]  # (D+1, k): q at positions 0..D
-        scores = keys @ turned.T / np.sqrt(k)  # (m, D+1): k_j at position 0 is not turned
+        scores = keys @ turned.T / np.sqrt(k if scalar is None else scalar)  # (m, D+1): k_j at position 0 not turned
     return readonly(scores.numpy().astype(np.float64))
 
 
@@ -133,19 +135,22 @@ def head_distance_profile(steps: dict, token: int, max_distance: int) -> dict:
     sentence, is placed before it here like every other: the head's distance pattern), each key's real distance
     token - j and the model's own scaled score there (keys it may attend), and the largest gap between the two
     ("check")."""
-    if "Q_proj" not in steps:
+    if "rope_theta" not in steps:
         raise ValueError("this head has no rotary positions (no Q_proj / K_proj in its stages)")
+    # what RoPE turns: the projections, or (Qwen3, Gemma 3) their RMSNorm
+    q_in, k_in = (steps["Q_norm"], steps["K_norm"]) if "Q_norm" in steps else (steps["Q_proj"], steps["K_proj"])
     n = steps["Q_proj"].shape[0]
     if not 0 <= token < n:
         raise ValueError(f"token {token} out of range 0..{n - 1}")
     theta = float(steps["rope_theta"])
-    scores = head_distance_scores(steps["Q_proj"][token], steps["K_proj"], theta, max_distance)  # (m, D+1)
+    scores = head_distance_scores(q_in[token], k_in, theta, max_distance, scaling=float(steps.get("rope_scaling", 1.0)),
+                                  scalar=float(steps["scalar"]) if "scalar" in steps else None)  # (m, D+1)
     allowed = np.asarray(steps["mask"][token], dtype=bool)  # (m,)
-    real = token - np.arange(steps["K_proj"].shape[0])  # (m,) each key's distance from the query
+    real = token - np.arange(k_in.shape[0])  # (m,) each key's distance from the query
     shown = allowed & (real >= 0) & (real <= max_distance)
     model = np.asarray(steps["scaled"][token], dtype=np.float64)  # (m,)
     at_real = scores[np.flatnonzero(shown), real[shown]]
     check = float(np.abs(at_real - model[shown]).max()) if shown.any() else 0.0
     return freeze({"scores": scores, "mean": scores.mean(0),
                    "distance": np.arange(max_distance + 1), "real": real, "model": model, "shown": shown,
-                   "theta": theta, "k": int(steps["Q_proj"].shape[1]), "check": check})
+                   "theta": theta, "k": int(q_in.shape[1]), "check": check})

@@ -3,7 +3,8 @@
 A word is unreadable when one of its tokens is the unknown token ([UNK], <unk>) or when the tokenizer took a
 syllabic script apart into its letters: MiniLM's uncased vocabulary decomposes Hangul syllables (NFD) into
 conjoining jamo ("동" -> "ᄃ", "##ᅩ", "##ᆼ"), so every Korean word becomes a row of letter pieces with no meaning;
-a byte-level BPE learned on English (SmolLM2, GPT-2) splits Hangul syllables into pieces of their UTF-8 bytes.
+a byte-level BPE learned on English (SmolLM2, GPT-2) splits Hangul syllables into pieces of their UTF-8 bytes (and
+SentencePiece falls back to bytes for a syllable its vocabulary lacks: Gemma's "<0xEB>").
 Decided from the trace the page already has: no extra forward, no list of models. What the tokenizer did to the
 words is reported too (`Readability.kinds`: unknown tokens, jamo or byte pieces), so a notice says what this model
 does to this text, measured, never from the model's name; and the scripts of those words (`Readability.scripts`),
@@ -29,10 +30,13 @@ def _is_jamo(ch: str) -> bool:
 
 def _broken_bytes(token: str) -> bool:
     """A byte-level token that holds part of a character (SmolLM2 and GPT-2 read Hangul as UTF-8 bytes: "동" is three
-    bytes, often in two tokens, neither of which is a letter)."""
-    raw = piece_bytes(token)
+    bytes, often in two tokens, neither of which is a letter), or a SentencePiece byte-fallback piece of one (Gemma
+    spells a syllable missing from its vocabulary as "<0xEB>", "<0x8F>", "<0x99>")."""
+    fallback = len(token) == 6 and token.startswith("<0x") and token.endswith(">")
+    # None: not a byte-level token (WordPiece, SentencePiece, a special token)
+    raw = piece_bytes(token, "sentencepiece" if fallback else "bytelevel")
     if raw is None:
-        return False  # not a byte-level token (WordPiece, SentencePiece, a special token)
+        return False
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:

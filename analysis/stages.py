@@ -7,7 +7,8 @@ trace's tokens with `record={layer}` and slices one head out of that record, so 
 lab show exactly the numbers the model computed.
 
     Q = X W_Q,  K = X W_K (or memory W_K),  V = X W_V (or memory W_V)
-    scores = Q K^T;  scaled = scores / sqrt(d_k);  masked (blocked = -inf)
+    (Qwen3, Gemma 3: Q = RMSNorm(X W_Q) and K = RMSNorm(X W_K) per head before RoPE)
+    scores = Q K^T;  scaled = scores / sqrt(d_k) (Gemma: / sqrt(query_pre_attn_scalar));  masked (blocked = -inf)
     A = softmax(masked);  Z_i = A V;  MultiHead = Concat(Z_1..Z_h) W_O
 
 Shapes: n query length, m key length, d d_model, k d_k, f d_ff.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from model.norms import norm_scale
 from model.trace import BLOCKS, AttentionTrace
 
 from .frozen import freeze, to_numpy
@@ -58,9 +60,14 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
                     head: int = 0) -> dict:
     """Every stage of one head, as numpy arrays keyed by name (read-only):
     X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
-    scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, d) = Concat(heads),
-    W_O (d, d), output (n, d) = Z_all W_O + b_O; a model with rotary positions adds Q_proj (n, k) = X W_Q and
-    K_proj (m, k), the projections before RoPE turns them into Q and K."""
+    scores/scaled/masked/weights (n, m), mask (n, m) bool, Z (n, k) this head, Z_all (n, h*k) = Concat(heads),
+    W_O (h*k, d), output (n, d) = Z_all W_O + b_O, scalar () the number whose square root divides the scores (d_k,
+    or Gemma's query_pre_attn_scalar); bias_QKV and bias_O (0-d bool): whether the model has the biases b_Q, b_K, b_V
+    and b_O (where it has none, b_* are zeros and a formula leaves "+ b" out); a model with rotary positions adds
+    Q_proj (n, k) = X W_Q and K_proj (m, k), the projections before RoPE turns them into Q and K, and rope_theta /
+    rope_scaling (), the layer's own (a sliding-window layer's base may differ); with RMSNorm on q and k (qk_norm),
+    Q_norm / K_norm (n, k) = RMSNorm(X W_Q), RMSNorm(X W_K), what RoPE turns, and gamma_q / gamma_k (k,) their
+    scales; a sliding-window layer adds window (), how many positions a query sees (its mask is the band)."""
     n_heads = loaded.n_heads(block)
     if not 0 <= head < n_heads:
         raise ValueError(f"head {head} out of range 0..{n_heads - 1}")
@@ -84,12 +91,22 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
         "masked": st.masked[0, head] if st.masked is not st.scaled else None, "weights": st.weights[0, head],
         "Z": r["heads"][0, head],
         "Z_all": r["z"][0], "W_O": mha.projection_matrices()["W_O"], "output": att.output[0],
+        # which biases the model has: read from its own projections, never from its name
+        "bias_QKV": torch.tensor(mha.in_proj.bias is not None), "bias_O": torch.tensor(mha.out_proj.bias is not None),
+        "scalar": torch.tensor(float(st.scalar)),
     }
+    if kind == "self" and loaded.config.is_local(layer) and block != "encoder":  # the sliding window's band
+        out["window"] = torch.tensor(loaded.config.sliding_window)
     if kind == "cross":
         out["memory"] = rec["layer"]["memory"][0]
-    if mha.rotary is not None:  # rotary positions: the projections before RoPE turned them (Q, K: after)
+    if mha.rotary is not None or mha.q_norm is not None:  # the projections before RoPE / the norm (Q, K: after)
         out["Q_proj"], out["K_proj"] = r["q_proj"][0, head], r["k_proj"][0, head]
-        out["rope_theta"] = torch.tensor(float(loaded.config.rope_theta))
+    if mha.rotary is not None:  # the layer's own base (a local layer's may differ) and scaling
+        out["rope_theta"] = torch.tensor(float(mha.rotary.theta))
+        out["rope_scaling"] = torch.tensor(float(mha.rotary.scaling))
+    if mha.q_norm is not None:  # RMSNorm on each head's q and k, before RoPE
+        out.update(Q_norm=r["q_norm"][0, head], K_norm=r["k_norm"][0, head], gamma_q=norm_scale(mha.q_norm),
+                   gamma_k=norm_scale(mha.k_norm))
     arrays: dict = {}
     for k, v in out.items():  # no mask: the masked scores are the scaled ones (one array, not two copies)
         arrays[k] = to_numpy(v) if v is not None else arrays["scaled"]
@@ -99,21 +116,26 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
 def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:
     """The rest of the layer after multi-head attention, from the model's own forward: each norm's input (post-LN:
     the residual sum), each token's mean and variance (RMSNorm: its mean square, "ms_<norm>", and no beta), the
-    normalised result, gamma and beta of every norm, the Feed
+    normalised result, gamma and beta of every norm (post-norms too: "post_norm1_in" is the attention's output,
+    "post_norm1" what the residual adds), the Feed
     Forward hidden layer before and after its activation, and the layer output. Keys follow model/layers.py ("x",
     "attn_out", "norm1_in", "norm1", "ffn_pre", "ffn_act", "out", ...), plus "gamma_<norm>", "beta_<norm>",
-    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2"; a gated FFN
+    "mean_<norm>", "var_<norm>", "eps_<norm>", "output" (the layer output), "W_1", "b_1", "W_2", "b_2" (zeros where
+    the model has none: "bias_1", "bias_2", 0-d bool, say whether it has them); a gated FFN
     (SwiGLU) adds "W_gate", "ffn_gate" = x W_gate, and "ffn_hidden" = act(ffn_gate) * ffn_pre ("ffn_act" is then
     act(ffn_gate))."""
     rec = layer_record(loaded, trace, block, layer)["layer"]
     mod = loaded.layer_modules(block)[layer]
     out = {k: v[0] for k, v in rec.items()}
-    for name in mod.norms:
+    for name in [*mod.norms, *mod.post_norms]:
         s = rec[f"{name}_in"][0]  # (n, d)
         norm = getattr(mod, name)
         bias = getattr(norm, "bias", None)
         eps = norm.eps if norm.eps is not None else torch.finfo(s.dtype).eps  # nn.RMSNorm's default
-        out.update({f"gamma_{name}": norm.weight, f"eps_{name}": torch.tensor(eps)})
+        # gamma: the factor each dimension is multiplied by (Gemma: 1 + γ as stored)
+        out.update({f"gamma_{name}": norm_scale(norm), f"eps_{name}": torch.tensor(eps)})
+        if getattr(norm, "offset", 0.0):  # Gemma: the scale is offset + γ (gamma_<norm> above is that sum)
+            out[f"offset_{name}"] = torch.tensor(float(norm.offset))
         if isinstance(norm, torch.nn.RMSNorm):  # y = gamma * s / sqrt(mean(s^2) + eps): no mean taken out, no beta
             out[f"ms_{name}"] = s.pow(2).mean(-1)
         else:
@@ -126,5 +148,6 @@ def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer:
         out["W_gate"] = ffn.gate.weight.T
     out.update({"W_1": ffn.linear1.weight.T, "b_1": ffn.linear1.bias if ffn.linear1.bias is not None else zeros,
                 "W_2": ffn.linear2.weight.T,
-                "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0])})
+                "b_2": ffn.linear2.bias if ffn.linear2.bias is not None else torch.zeros(ffn.linear2.weight.shape[0]),
+                "bias_1": torch.tensor(ffn.linear1.bias is not None), "bias_2": torch.tensor(ffn.linear2.bias is not None)})
     return freeze({k: to_numpy(v) for k, v in out.items()})

@@ -15,8 +15,8 @@ st.title(t("page.explorer", view.lang))
 trace = require_trace(view)
 st.caption(t("ex.caption", view.lang, n=len(trace.source_tokens), model=view.model_name,
              where=layer_head(view.layer, view.head, view.lang)))
-mode, hide, merge = ex.options(view)
-d = runs.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge)
-ex.sections(view, d, mode, (hide, merge))
+mode, hide, merge, spell = ex.options(view)
+d = runs.derived(view.model_name, view.device, view.text, view.block, mode, hide, merge, spell)
+ex.sections(view, d, mode, (hide, merge, spell))
 if view.model.kind == "decoder":  # GPT-2 family: what comes next
     ex.next_token_panel(view)

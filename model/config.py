@@ -30,7 +30,7 @@ from typing import Literal
 class TransformerConfig:
     # ---- sizes
     d_model: int = 512  # width of the residual stream (embedding size)
-    n_heads: int = 8  # query heads per attention sublayer; d_k = d_model // n_heads
+    n_heads: int = 8  # query heads per attention sublayer; d_k = d_model // n_heads unless head_dim says otherwise
     n_kv_heads: int | None = None  # key/value heads (grouped-query attention: fewer, each shared); None: n_heads
     n_encoder_layers: int = 6  # bidirectional layers (0: decoder-only)
     n_decoder_layers: int = 6  # causal layers, cross-attending to the encoder when there is one (0: encoder-only)
@@ -74,11 +74,39 @@ class TransformerConfig:
     mask_pad: Literal["both", "source", "none"] = "both"  # which stacks block every pad id as a key when the caller
     # marks no padding: the paper's model both; BART / Marian the source (as transformers' generate does); the BERT
     # family and GPT-2 none (a typed pad token is a token, as transformers runs them without an attention mask)
+    # ---- the options of the LLMs since (Qwen3, Gemma 3); each default is the paper's (and every older model's) choice
+    head_dim: int | None = None  # d_k where a model states its own (Gemma 3: 256 for d_model 640 and 4 heads; Qwen3:
+    # 128); then n_heads * d_k need not be d_model (W_O maps n_heads * d_k back to d_model). None: d_model // n_heads
+    qk_norm: bool = False  # an RMSNorm on each head's q and k (one γ of d_k shared by the heads), after the
+    # projection and before RoPE: Q = RMSNorm(X W_Q) (Qwen3, Gemma 3)
+    post_norms: bool = False  # pre-LN with a second norm on each sublayer's output before its residual sum:
+    # x + Norm'(Sublayer(Norm(x))) (Gemma 2 / 3's post_attention_layernorm and post_feedforward_layernorm)
+    norm_offset: float = 0.0  # every RMSNorm scales by (norm_offset + γ): Gemma stores γ - 1 and scales by (1 + γ)
+    attn_scalar: float | None = None  # the scores are Q K^T / sqrt(attn_scalar); None: sqrt(d_k), the paper's
+    # (Gemma 3's query_pre_attn_scalar)
+    sliding_window: int | None = None  # a local layer's query sees only the last `sliding_window` positions (itself
+    # included): a band under the diagonal of the causal mask (Mistral, Gemma 3: 512 of 32K)
+    local_layers: tuple[int, ...] = ()  # the decoder layers with the sliding window ("local"); the others see every
+    # earlier position ("global"). Gemma 3: five local layers, then a global one
+    rope_theta_local: float | None = None  # the local layers' RoPE base, where it differs (Gemma 3: 10,000; its
+    # global layers 1,000,000); None: rope_theta
+    rope_scaling: float = 1.0  # linear RoPE scaling of the global layers: position p turns as p / rope_scaling
+    # (Gemma 3 4B and larger: 8)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "local_layers", tuple(sorted(set(self.local_layers))))  # a JSON list, too
         for heads in (self.n_heads, self.n_heads_decoder or self.n_heads):
-            if self.d_model % heads:
+            if self.head_dim is None and self.d_model % heads:
                 raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({heads})")
+        if self.head_dim is not None and (self.head_dim < 1 or self.n_heads_decoder):
+            raise ValueError(f"head_dim {self.head_dim} must be positive, and the decoder's heads those of the encoder")
+        if self.sliding_window is not None and (self.sliding_window < 1 or self.n_encoder_layers):
+            raise ValueError(f"a sliding window ({self.sliding_window}) must be positive, in a decoder-only model")
+        if self.local_layers and (self.sliding_window is None or not 0 <= self.local_layers[0]
+                                  or self.local_layers[-1] >= self.n_decoder_layers):
+            raise ValueError(f"local layers {self.local_layers} need a sliding window and must be decoder layers")
+        if self.attn_scalar is not None and not self.attn_scalar > 0:
+            raise ValueError(f"attn_scalar must be positive, found {self.attn_scalar}")
         if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
         if not (self.n_encoder_layers or self.n_decoder_layers):
@@ -87,8 +115,17 @@ class TransformerConfig:
     # ---- derived
     @property
     def d_k(self) -> int:
-        """Per-head width of queries, keys and values (d_k = d_v = d_model / h)."""
-        return self.d_model // self.n_heads
+        """Per-head width of queries, keys and values (d_k = d_v = d_model / h, or the model's own head_dim)."""
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def score_scalar(self) -> float:
+        """The number under the square root that divides Q K^T: d_k (the paper), or the model's attn_scalar."""
+        return float(self.d_k if self.attn_scalar is None else self.attn_scalar)
+
+    def is_local(self, layer: int) -> bool:
+        """Whether decoder layer `layer` attends through the sliding window."""
+        return layer in self.local_layers
 
     @property
     def kv_heads(self) -> int:

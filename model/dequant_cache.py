@@ -22,6 +22,8 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_all
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -81,6 +83,35 @@ def load(path: Path, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray
     except Exception:  # noqa: BLE001 - safetensors' own errors on a damaged file: the same, logged
         log.warning("the dequantised cache of %s is unreadable; dequantising again", path, exc_info=True)
         return None
+
+
+def cached(path: Path, shapes: dict[str, tuple[int, ...]]) -> dict[str, Future] | None:
+    """`load`'s arrays as finished futures (what GGUFFile.prefetch hands out), or None."""
+    arrays = load(path, shapes)
+    if arrays is None:
+        return None
+    done = {}
+    for name, a in arrays.items():
+        done[name] = Future()
+        done[name].set_result(a)
+    return done
+
+
+def save_when_done(path: Path, futures: dict[str, Future]) -> threading.Thread | None:
+    """Keep the tensors of `futures` (GGUFFile.prefetch's dequantising) once every one has finished, from a
+    background thread; nothing if one failed or was cancelled (a load that failed)."""
+    if not enabled():
+        return None
+    futures = dict(futures)  # the loader pops its own dict's futures as it hands them out
+
+    def keep() -> None:
+        wait_all(futures.values())
+        if all(not f.cancelled() and f.exception() is None for f in futures.values()):
+            _write(path, {n: f.result() for n, f in futures.items()})
+
+    thread = threading.Thread(target=keep, name=WRITER, daemon=True)
+    thread.start()
+    return thread
 
 
 def save(path: Path, arrays: dict[str, np.ndarray], *, wait: bool = False) -> threading.Thread | None:

@@ -2,6 +2,7 @@
 
 Add & Norm, post-LN (Vaswani et al. 2017, 3.1; BERT, BART, Marian):   x = Norm(x + Sublayer(x))
 pre-LN (GPT-2, and the LLMs since):                                   x = x + Sublayer(Norm(x)),  Norm after the stack
+pre-LN with post-norms (Gemma 2 / 3, config.post_norms):             x = x + Norm'(Sublayer(Norm(x)))
 
 A layer's sublayers, in order: self-attention (masked in a decoder; or an SSRU, a simple recurrent unit, where the
 config says so: Marian's fast decoders), cross-attention (a decoder with an encoder: Q
@@ -15,6 +16,7 @@ model's own numbers), with one naming for both placements:
     attn_in / cross_in / ffn_in    what each sublayer read;  attn_out / cross_out / ffn_out  what it returned
     ffn_pre, ffn_act               the FFN's hidden layer before and after the activation (ffn_gate: a gated FFN's)
     norm<i>_in, norm<i>            what norm i normalised (post-LN: the residual sum), and its output
+    post_norm<i>_in, post_norm<i>  (post-norms) sublayer i's output and its norm, what the residual adds
     out              the layer output
 
 Notation: b batch, h heads, n target/query length, m source/key length, d d_model, f d_ff.
@@ -30,13 +32,10 @@ from torch import nn
 from .activations import activation
 from .attention import HeadAblation, MaskBias, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
+from .masks import sliding_window_mask
+from .norms import make_norm
 
-
-def make_norm(config: TransformerConfig) -> nn.Module:
-    """LayerNorm: gamma * (x - mean) / sqrt(var + eps) + beta;  RMSNorm: gamma * x / sqrt(mean(x^2) + eps)."""
-    if config.norm == "rmsnorm":
-        return nn.RMSNorm(config.d_model, eps=config.layer_norm_eps)
-    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+__all__ = ["FeedForward", "Layer", "Stack", "StackOutput", "make_norm", "stack_ablations"]
 
 
 class FeedForward(nn.Module):
@@ -113,11 +112,13 @@ class SSRU(nn.Module):
 class Layer(nn.Module):
     """One encoder or decoder layer (see the module docstring)."""
 
-    def __init__(self, config: TransformerConfig, *, cross: bool = False, mixer: str = "attention"):
+    def __init__(self, config: TransformerConfig, *, cross: bool = False, mixer: str = "attention",
+                 local: bool = False):
+        """local: the layer attends through the sliding window (its mask is the stack's; its RoPE base its own)."""
         super().__init__()
         # built in this order (the paper's model draws its random weights in it: paper-base's seeded weights)
         # a decoder's self-attention is masked: padding + look-ahead; an SSRU stands in its place where asked
-        self.self_attn = SSRU(config) if mixer == "ssru" else MultiHeadAttention(config)
+        self.self_attn = SSRU(config) if mixer == "ssru" else MultiHeadAttention(config, local=local)
         self.norm1 = make_norm(config)
         if cross:
             self.cross_attn = MultiHeadAttention(config, cross=True)  # Q from the decoder, K and V from the encoder
@@ -127,20 +128,33 @@ class Layer(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.pre_norm = config.norm_placement == "pre"
         self.has_cross = cross
+        self.local = local
+        if config.post_norms:  # Gemma: each sublayer's output normalised before the residual adds it
+            for name in self.norms:
+                self.add_module(f"post_{name}", make_norm(config))
 
     @property
     def norms(self) -> list[str]:
         """The norms' names, one per sublayer in order."""
         return ["norm1", "norm2", "norm3"] if self.has_cross else ["norm1", "norm2"]
 
+    @property
+    def post_norms(self) -> list[str]:
+        """The post-norms' names (config.post_norms), one per sublayer in order; [] without them."""
+        return [f"post_{n}" for n in self.norms if hasattr(self, f"post_{n}")]
+
     def _sublayer(self, x, run, norm: nn.Module, rec: dict | None, name: str, norm_name: str) -> torch.Tensor:
         """One sublayer with its residual and norm; `run(input) -> output`."""
         if self.pre_norm:
             inp = norm(x)
             out = run(inp)
-            y = x + (self.drop(out) if self.training and self.drop.p > 0 else out)
+            post = getattr(self, f"post_{norm_name}", None)
+            added = out if post is None else post(out)  # post-norms: Norm'(Sublayer(Norm(x)))
+            y = x + (self.drop(added) if self.training and self.drop.p > 0 else added)
             if rec is not None:
                 rec.update({f"{norm_name}_in": x, norm_name: inp, f"{name}_in": inp, f"{name}_out": out})
+                if post is not None:
+                    rec.update({f"post_{norm_name}_in": out, f"post_{norm_name}": added})
             return y
         out = run(x)
         s = x + (self.drop(out) if self.training and self.drop.p > 0 else out)
@@ -189,6 +203,7 @@ class StackOutput:
     hidden: torch.Tensor  # (b, n, d) output of the last layer run
     final: torch.Tensor | None = None  # (b, n, d) what the output reads: the final norm of `hidden` (pre-LN), or it
     mask: torch.Tensor | None = None  # the self-attention mask the stack applied, True = may attend
+    local_mask: torch.Tensor | None = None  # the local layers' (sliding window AND `mask`); None: as `mask`
     self_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, n); [] for an SSRU stack
     cross_attention: list[torch.Tensor] = field(default_factory=list)  # per layer (b, h, n, m)
     forget_gates: list[torch.Tensor] = field(default_factory=list)  # an SSRU stack's, per layer (b, n, d)
@@ -203,8 +218,19 @@ class Stack(nn.Module):
 
     def __init__(self, config: TransformerConfig, n_layers: int, *, cross: bool = False, mixer: str = "attention"):
         super().__init__()
-        self.layers = nn.ModuleList(Layer(config, cross=cross, mixer=mixer) for _ in range(n_layers))
+        self.layers = nn.ModuleList(Layer(config, cross=cross, mixer=mixer, local=config.is_local(i))
+                                    for i in range(n_layers))
         self.final_norm = make_norm(config) if config.norm_placement == "pre" else None
+        self.window = config.sliding_window if config.local_layers else None  # the local layers' sliding window
+
+    def local_mask(self, mask: torch.Tensor | None, n: int, device) -> torch.Tensor | None:
+        """The local layers' self-attention mask: the sliding window's band AND `mask` ((.., n, m); m - n earlier
+        keys are cached). None: the stack has no local layer, or the band blocks nothing here (m <= window)."""
+        m = n if mask is None else mask.shape[-1]
+        if self.window is None or m <= self.window:
+            return None
+        band = sliding_window_mask(n, self.window, m, device)  # (n, m)
+        return band if mask is None else mask & band
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
                 hidden: bool = False, ablations: dict[int, dict[str, HeadAblation]] | None = None,
@@ -214,15 +240,19 @@ class Stack(nn.Module):
         ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
         only the layers below it; the output is then that layer's, and `final` is None). cache: one dict per layer
         (incremental decoding: x holds only the new positions; see Transformer.greedy_decode)."""
-        out = StackOutput(hidden=x, mask=mask)
+        local = self.local_mask(mask, x.shape[1], x.device)
+        out = StackOutput(hidden=x, mask=mask, local_mask=local)
         keep_hidden = hidden or bool(record)
         if keep_hidden:
             out.hidden_states.append(x)
-        biases = (MaskBias.of(mask, x.dtype), MaskBias.of(memory_mask, x.dtype))  # once for every layer
+        memory_bias = MaskBias.of(memory_mask, x.dtype)
+        biases = (MaskBias.of(mask, x.dtype), memory_bias)  # once for every layer
+        local_biases = None if local is None else (MaskBias.of(local, x.dtype), memory_bias)  # and once for local ones
         for i, layer in enumerate(self.layers if upto is None else self.layers[: upto + 1]):
             want = record_wanted(record, i)
-            x, attn = layer(x, mask, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
-                            biases=biases, **({} if cache is None else {"cache": cache[i]}))
+            lm, lb = (local, local_biases) if layer.local and local is not None else (mask, biases)
+            x, attn = layer(x, lm, memory, memory_mask, record=want, ablation=(ablations or {}).get(i),
+                            biases=lb, **({} if cache is None else {"cache": cache[i]}))
             if attn["self"].weights is not None:
                 out.self_attention.append(attn["self"].weights)
             else:  # an SSRU: no weights, its forget gate instead

@@ -143,7 +143,8 @@ class LoadedModel:
 
     def _meta(self) -> dict:
         return {"device": str(self.device), "trained": self.trained, "kind": self.kind,
-                "d_model": self.config.d_model, "n_heads": self.config.n_heads, "d_k": self.config.d_k}
+                "d_model": self.config.d_model, "n_heads": self.config.n_heads, "d_k": self.config.d_k,
+                "scheme": getattr(self.tokenizer, "scheme", None)}  # how its tokens mark pieces (bytes: "bytelevel")
 
     def _source_fields(self, text: str, enc: Encoded) -> dict:
         return dict(model=self.name, text=text, source_tokens=enc.tokens, source_ids=enc.ids,
@@ -275,13 +276,19 @@ class DecoderOnlyModel(LoadedModel):
         n = len(enc.ids)
         nxt = self._top(out.logits[0, -1], top_k)
         dec = out.decoder
+        masks = {"decoder_self": np.tril(np.ones((n, n), dtype=bool))}
+        if dec.local_mask is not None:  # the sliding-window layers' band (only where it blocks something: n > window)
+            masks["decoder_self_local"] = _np(dec.local_mask.expand(1, 1, n, n)[0, 0]).astype(bool)  # (N, N)
+        c = self.config
+        window = {"local_layers": list(c.local_layers), "sliding_window": c.sliding_window} if c.local_layers else {}
         return AttentionTrace(
             **self._source_fields(text, enc),
             encoder_attention=None,
             decoder_self_attention=_stack(dec.self_attention, release=True),  # (L, H, N, N), causal
-            masks={"decoder_self": np.tril(np.ones((n, n), dtype=bool))},
+            masks=masks,
             decoder_hidden_states=_np(torch.stack([h[0] for h in dec.hidden_states])) if intermediates else None,
-            meta={**self._meta(), **kw, "next_tokens": [c.token for c in nxt], "next_probs": [c.prob for c in nxt]},
+            meta={**self._meta(), **kw, **window, "next_tokens": [c.token for c in nxt],
+                  "next_probs": [c.prob for c in nxt]},
         )
 
 

@@ -22,6 +22,16 @@ def causal_mask(n: int, device=None) -> torch.Tensor:
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
+def sliding_window_mask(n: int, window: int, m: int | None = None, device=None) -> torch.Tensor:
+    """The sliding window's band (n, m) (Mistral, Gemma 3's local layers): query i, at position m - n + i (the last n
+    of m positions: m > n when earlier keys are cached), may attend to key j only when (m - n + i) - j < window,
+    i.e. to itself and the window - 1 positions before it. AND it with the look-ahead mask: the band says nothing of
+    later keys."""
+    m = n if m is None else m
+    rows = torch.arange(m - n, m, device=device)[:, None]  # (n, 1) query positions
+    return rows - torch.arange(m, device=device)[None, :] < window  # (n, m)
+
+
 def decoder_mask(tgt_ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """The decoder self-attention mask: padding AND look-ahead, (b, 1, n, n).
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,38 @@ from .errors import InputError
 
 WORD_START = "\u2581"  # SentencePiece's word-start mark (XLM-R / multilingual-e5-small): "▁동물", "은"
 BYTE_SPACE = "\u0120"  # byte-level BPE's space before a word (GPT-2, RoBERTa): "Ġit"
+
+
+def _byte_spelling() -> dict[int, str]:
+    """GPT-2's printable spelling of the 256 bytes (bytes_to_unicode): the printable Latin-1 bytes stand for
+    themselves, the others take the characters from U+0100 on, in byte order."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, n = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return dict(zip(keep, map(chr, chars)))
+
+
+BYTE_SPELLING: dict[int, str] = _byte_spelling()  # byte -> its character in byte-level BPE (GPT-2, Llama 3, Qwen)
+BYTE_OF: dict[str, int] = {c: b for b, c in BYTE_SPELLING.items()}  # and back
+_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # SentencePiece's byte-fallback pieces (Gemma, Llama 2): "<0xEA>"
+
+
+def piece_bytes(token: str, scheme: str | None) -> bytes | None:
+    """The bytes of text a token stands for, or None where the token is not bytes of text (a special token; a
+    token of a scheme that spells characters, not bytes). Byte-level BPE ("bytelevel"): each character is one byte
+    (BYTE_OF). SentencePiece: a byte-fallback piece "<0xEA>" is its byte, any other piece its UTF-8 with "▁" a space."""
+    if scheme == "bytelevel":
+        if not token or any(c not in BYTE_OF for c in token):
+            return None
+        return bytes(BYTE_OF[c] for c in token)
+    if scheme == "sentencepiece":
+        m = _FALLBACK.fullmatch(token)
+        return bytes([int(m.group(1), 16)]) if m else token.replace(WORD_START, " ").encode("utf-8")
+    return None
 
 
 def piece_text(token: str, first: bool = True) -> str:
@@ -37,37 +70,16 @@ def piece_text(token: str, first: bool = True) -> str:
     return token
 
 
-def _byte_stand_ins() -> dict[str, int]:
-    """Byte-level BPE's printable stand-ins for the 256 bytes (GPT-2's bytes_to_unicode), as character -> byte:
-    printable Latin-1 stands for itself, the others (space, newline, control bytes ...) for 256 + n ("Ġ", "Ċ")."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, n = list(keep), 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(keep, chars)}
-
-
-BYTE_STAND_INS = _byte_stand_ins()
 SHOWN_WHITESPACE = {"\n": "↵", " ": "␣", "\t": "⇥", "\r": "␍"}  # how shown_piece marks what is not seen
-
-
-def piece_bytes(token: str) -> bytes | None:
-    """The bytes a byte-level BPE token stands for ("ĊĠĠ" -> b"\\n  "), or None for a token that is not made of
-    byte stand-ins (a special token, a WordPiece or SentencePiece piece)."""
-    if not token or any(c not in BYTE_STAND_INS for c in token):
-        return None
-    return bytes(BYTE_STAND_INS[c] for c in token)
 
 
 def shown_piece(token: str, scheme: str | None) -> str:
     """A token as a reader sees it. For a byte-level tokenizer ("bytelevel": GPT-2, SmolLM2) its bytes decoded to
     text, with a newline shown as ↵, a space as ␣ and a tab as ⇥ ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣", "Ġthe" -> "␣the"), and a
-    byte that is only part of a character as <0xEB> (a Hangul syllable is three bytes, often in two tokens); any
-    other token as it is."""
-    raw = piece_bytes(token) if scheme == "bytelevel" else None
+    byte that is only part of a character as <0xEB> (a Hangul syllable is three bytes, often in two tokens); a
+    SentencePiece byte-fallback piece the same way ("<0x0A>" -> "↵"); any other token as it is."""
+    fallback = scheme == "sentencepiece" and _FALLBACK.fullmatch(token)
+    raw = piece_bytes(token, scheme) if scheme == "bytelevel" or fallback else None
     if raw is None:
         return token
     out, i = [], 0
@@ -145,7 +157,9 @@ def group_words(offsets, special, sequence_ids, tokens=None) -> list[int]:
     return word_ids
 
 
-_SCHEMES = {"WordPiece": "wordpiece", "Metaspace": "sentencepiece", "ByteLevel": "bytelevel"}
+# a decoder's (or pre-tokenizer's) kind -> the scheme; ByteFallback: SentencePiece's BPE with byte pieces (Gemma)
+_SCHEMES = {"WordPiece": "wordpiece", "Metaspace": "sentencepiece", "ByteLevel": "bytelevel",
+            "ByteFallback": "sentencepiece"}
 
 
 def tokenizer_scheme(tok: Tokenizer) -> str | None:

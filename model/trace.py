@@ -92,6 +92,14 @@ class AttentionTrace:
             return tgt, tgt
         return self.target_tokens, self.source_tokens
 
+    def mask_of(self, block: str, layer: int) -> np.ndarray | None:
+        """The self-attention mask (True = may attend) that `layer` of the block applied: a sliding-window layer's
+        band ("<block>_local", meta "local_layers") or the block's own; None where the trace holds none (an
+        encoder, cross-attention)."""
+        if layer in self.meta.get("local_layers", ()) and f"{block}_local" in self.masks:
+            return self.masks[f"{block}_local"]
+        return self.masks.get(block)
+
     def axis_special(self, block: str = "encoder") -> tuple[list[bool], list[bool]]:
         if block == "encoder" or (block == "decoder_self" and self.target_tokens is None):
             return self.source_special, self.source_special

@@ -76,6 +76,12 @@ def minilm_dir() -> Path:
                           env="HEADLIGHT_MINILM_DIR")
 
 
+def cache_dir() -> Path:
+    """Where files derived from weights are kept between processes ($HEADLIGHT_CACHE, default ~/.cache/headlight):
+    the stamps of verified files, a large GGUF vocabulary's merges (model/gguf_tokenizer.py)."""
+    return _STAMP_DIR
+
+
 def map_file(path: Path, fail: Callable[[str], None]) -> mmap.mmap:
     """A weight file as a read-only memory map (the GGUF and Marian readers); `fail(problem)` raises their error."""
     try:
@@ -297,6 +303,21 @@ def _fill(s, fields: dict):
     if isinstance(s, First):
         return First(tuple(_fill(x, fields) for x in s.sources), s.default)
     return type(s)(s.name.format(**fields))
+
+
+def renamed(s, fn: Callable[[str], object]):
+    """A source with each tensor name n replaced by fn(n), a name or a source (an Fn): one family's table read in
+    another format's names (model/gguf.py reads the Hugging Face tables in llama.cpp's names)."""
+    if isinstance(s, str):
+        return fn(s)
+    if isinstance(s, Cat):
+        return Cat(tuple(renamed(n, fn) for n in s.names), s.rows)
+    if isinstance(s, First):
+        return First(tuple(renamed(x, fn) for x in s.sources), s.default)
+    new = fn(s.name)  # T, Row, Name, Fn: one name inside
+    if not isinstance(new, str):
+        raise ValueError(f"renamed: {type(s).__name__}({s.name!r}) holds a name, not {new!r}")
+    return Fn(new, s.fn) if isinstance(s, Fn) else type(s)(new)
 
 
 def _compile(table: dict) -> list[tuple[re.Pattern, object]]:

@@ -21,8 +21,9 @@ start (`python -m serve run app.py ...`, serve/__main__.py), the readiness path,
    `POST /_headlight/class/rooms` opens a room (`{"room": CODE}`), `GET /_headlight/class/rooms/CODE/summary` is its
    summary (classroom/store.py `summary`), `DELETE /_headlight/class/rooms/CODE` ends it. Each needs
    `Authorization: Bearer <HEADLIGHT_LECTURER_KEY>` (classroom/lecturer.py): no key 401, a wrong key (or none set)
-   403, too many wrong keys from one address 429, each with no data; the key is checked before the path is read,
-   so without it nothing about rooms or routes is told. An unknown or expired room: 404.
+   403, a wrong key after too many from one address 429 (counted in the class store, so across processes), each
+   with no data; the right key is always let through. The key is checked before the path is read, so without it
+   nothing about rooms or routes is told. An unknown or expired room: 404.
 
 All are installed by wrapping uvicorn's Config before Streamlit builds its server (Streamlit 1.67 serves with
 uvicorn, `streamlit.web.server.starlette`); nothing else of Streamlit is changed.
@@ -219,12 +220,15 @@ async def readiness(send) -> None:
 
 # ---- the class endpoints ---------------------------------------------------------------------------------------------
 LOG = logging.getLogger("headlight.door")
-GATE = Gate()  # this process's key check and its limit on wrong keys (HEADLIGHT_LECTURER_KEY, read at each check)
 
 
 def class_store():
     """The process's class store (classroom/store.py shared_store: the Class page's too), opened on first use."""
     return shared_store()
+
+
+# the key check (HEADLIGHT_LECTURER_KEY, read at each check); wrong keys counted in the class store, every process's
+GATE = Gate(failures=class_store)
 
 
 TRUSTED_PROXIES_ENV = "HEADLIGHT_TRUSTED_PROXIES"  # balancers on other hosts whose X-Forwarded-For is believed
@@ -274,9 +278,9 @@ async def class_api(scope, send) -> None:
     """CLASS_PREFIX: the lecturer key first (401 / 403 / 429 with nothing else told), then the route."""
     authorization = next((v for k, v in scope.get("headers") or [] if k == b"authorization"), None)
     address = client_address(scope)
-    verdict = GATE.check(address, bearer(authorization))
+    verdict = await asyncio.to_thread(GATE.check, address, bearer(authorization))  # a wrong key: a store write
     if verdict == "limited":
-        wait = max(1, round(GATE.retry_after(address)))
+        wait = max(1, round(await asyncio.to_thread(GATE.retry_after, address)))
         LOG.warning("class endpoint: too many wrong lecturer keys from %s", address)
         await json_response(send, 429, {"error": "too many wrong keys; try again later"},
                             [(b"retry-after", str(wait).encode())])

@@ -9,6 +9,18 @@ read `pandas.Series` while another thread was still importing pandas), so Stream
 thread starts, and no script runs until the thread is done. A failure is logged and left for the first run to
 meet and report in its own way (a missing model's message, say).
 
+Then, for class mode (issue 34: "a student joining a room, cold: 7-10 s"), the same thread keeps looking every
+ROOM_WATCH_S seconds for the models of the live class rooms (classroom/store.py `live_models`) and loads any this
+process lacks: a lecturer who opens a room on multilingual-e5-small loads it in her own process, and every other
+process of `make serve` loads it within seconds, before the students have scanned the code (the first student of a
+process waited ~6 s for the load, on a loaded 2-core machine). Only a process that has a class store looks:
+HEADLIGHT_CLASS_DB, or the SQLite file of an earlier class (none is made here). The preload also does once, outside
+any student's run, three things Streamlit and plotly do on their first use in a process: Streamlit's check that it
+runs under `streamlit run` (an `inspect.stack()` of the first run's deep stack: ~0.15 s of the first student's run),
+plotly's first encoding of a figure (narwhals scans every installed package's entry points: ~0.14 s), and the import
+of PIL that st.set_page_config's favicon makes (~0.16 s; each measured in a first run under cProfile, on a loaded
+machine).
+
     HEADLIGHT_PRELOAD=0   skip it (the first run then imports and loads on demand)
 """
 
@@ -28,10 +40,14 @@ from .process import configure_process
 MODULES = tuple(dict.fromkeys(("ui.shell", *page_modules(), "plotly.graph_objects")))
 MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
 WAIT_S = 300.0  # a script run waits at most this long for the preload
+ROOM_WATCH_S = 3.0  # how often a process looks for the models of live class rooms
+MAX_ROOM_MODELS = 2  # the models of the newest rooms that a process keeps loaded for them
+RUNTIME_WAIT_S = 30.0  # the warm-up waits at most this long for Streamlit's server to exist
 
 log = logging.getLogger("headlight.preload")
 _DONE = threading.Event()
 _STARTED: list[threading.Thread] = []
+_FAILED: set[str] = set()  # room models that would not load in this process
 
 
 def enabled() -> bool:
@@ -67,9 +83,11 @@ def models() -> tuple[str, ...]:
 def _background() -> None:
     try:
         log.info("preloaded the app's modules and models in %.1f s", run())
+        warm_up()
     finally:
         _DONE.set()
     warm_caches()
+    watch_rooms()
 
 
 def warm_caches() -> None:
@@ -79,9 +97,88 @@ def warm_caches() -> None:
     from ui import store
 
     t0 = time.perf_counter()
-    warmed = store.warm_model_caches()
+    try:
+        warmed = store.warm_model_caches()
+    except Exception:  # noqa: BLE001 - only time is at stake; the watch of the class rooms goes on
+        log.warning("preload: the models' disk caches could not be prepared", exc_info=True)
+        return
     if warmed:
         log.info("prepared the disk caches of %s in %.1f s", ", ".join(warmed), time.perf_counter() - t0)
+
+
+def warm_up() -> None:
+    """Streamlit's and plotly's first-use work, here rather than in the first student's run: PIL's import (for the
+    favicon), plotly's first encoding of a figure (one of the app's own, as st.plotly_chart encodes it), and
+    Streamlit's one check whether it runs under `streamlit run`, which its first element makes with `inspect.stack()` (here on this thread's short stack;
+    once the server exists, so that it finds it and prints nothing)."""
+    try:
+        import numpy as np
+        import plotly.io
+        import streamlit as st
+        from PIL import Image, ImageFile  # noqa: F401 - st.set_page_config's favicon (image_to_url) imports them
+        from streamlit import runtime
+
+        from viz.heatmap import heatmap
+
+        # as st.plotly_chart encodes a figure: narwhals scans every package's entry points once (~0.14 s)
+        plotly.io.to_json(heatmap(np.zeros((2, 2), dtype=np.float32), ["a", "b"], ["a", "b"]), validate=False)
+        deadline = time.monotonic() + RUNTIME_WAIT_S
+        while not runtime.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if runtime.exists():
+            st.empty()  # outside a script run: no element is sent anywhere
+    except Exception:  # noqa: BLE001 - only time is at stake
+        log.warning("preload: the warm-up failed", exc_info=True)
+
+
+def room_models() -> list[str]:
+    """The models of the live class rooms (newest first, at most MAX_ROOM_MODELS) when this process has a class
+    store: HEADLIGHT_CLASS_DB, or the SQLite file of an earlier class; [] otherwise (no file is made)."""
+    from classroom import store as cs
+
+    if not os.environ.get(cs.DB_ENV) and not cs.default_sqlite_path().exists():
+        return []
+    return cs.shared_store().live_models(MAX_ROOM_MODELS)
+
+
+def watch_once(device: str) -> list[str]:
+    """Load the live rooms' models this process lacks (on `device`, the students' "auto"); the ones it loaded."""
+    from ui import state, store
+
+    loaded = []
+    for name in room_models():
+        if name in _FAILED or name not in state.available_models() or store.is_loaded(name, device):
+            continue
+        t0 = time.perf_counter()
+        try:
+            store.preload_model(name, device)
+        except Exception:  # noqa: BLE001 - not tried again; the students' runs show the model's own message
+            _FAILED.add(name)
+            log.warning("preload: %s did not load for a class room", name, exc_info=True)
+            continue
+        log.info("loaded %s for a class room in %.1f s", name, time.perf_counter() - t0)
+        loaded.append(name)
+    return loaded
+
+
+def watch_rooms(stop: threading.Event | None = None) -> None:
+    """watch_once every ROOM_WATCH_S seconds until `stop` (never, in the app: a daemon thread). A failure (the
+    database is down, a model will not load) is logged once per kind and the watch goes on."""
+    from model.device import resolve_device
+
+    stop = stop or threading.Event()
+    seen: set[str] = set()
+    try:
+        device = str(resolve_device("auto"))
+    except Exception:  # noqa: BLE001 - a bad device setting: the runs report it
+        device = "cpu"
+    while not stop.wait(ROOM_WATCH_S):
+        try:
+            watch_once(device)
+        except Exception as exc:  # noqa: BLE001 - logged, and looked at again next time
+            if type(exc).__name__ not in seen:
+                seen.add(type(exc).__name__)
+                log.warning("preload: the class rooms' models could not be loaded", exc_info=True)
 
 
 def run() -> float:

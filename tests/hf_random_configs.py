@@ -2,6 +2,7 @@
 tolerances (attentions 1e-5, hidden states and logits 1e-4, greedy tokens equal) or is refused by name.
 
     .venv/bin/python tests/hf_random_configs.py 0 660      (seeds 0..659; one line per configuration)
+    .venv/bin/python tests/hf_random_configs.py lm 0 200   (Qwen3 and Gemma 3, folders and GGUF files: lm_run)
 
 tests/test_hf_random.py runs the first seeds in CI. Widths 2-126, 1-9 heads, 1-3 layers per stack, ten activations,
 three epsilons, position tables of 12-64, tied or untied, decoders unlike their encoders; weights perturbed
@@ -133,7 +134,83 @@ def run(seed: int, folder: Path | None = None) -> tuple[str, dict, str]:
         return fam, ov, f"FAIL {type(e).__name__}: {e}"
 
 
-if __name__ == "__main__":
-    for s in range(int(sys.argv[1]), int(sys.argv[2])):
-        fam, ov, res = run(s)
+
+
+# ---- the language models of issue 38: Qwen3 and Gemma 3, as folders and (where llama.cpp can say it) GGUF files ------
+LM_FAMILIES = ["qwen3", "gemma3"]
+LM_TEXTS = [P.TEXT, "영희는 공원에서 철수에게 책을 빌려주었다."]
+
+
+def lm_configuration(seed: int) -> tuple[str, dict]:
+    """(family, config overrides of tests/gguf_support.make_llama) of one seed: 1-4 key/value heads shared by 1-3 query
+    heads each, a head width of 2-18 that is rarely d_model / heads, 1-7 layers, tied or untied, RoPE bases from 100
+    to 10^6; Gemma: a sliding window of 2-9 (the texts are longer), a layer pattern of 2, 3 or 6 or a random list of
+    layer types, a local RoPE base, query_pre_attn_scalar, linear RoPE scaling (or, 40 % of them, what llama.cpp reads
+    from a GGUF file: pattern 6, local base 10,000, query_pre_attn_scalar = head_dim); Qwen3: sliding windows above
+    max_window_layers."""
+    r = random.Random(f"lm-{seed}")
+    fam = r.choice(LM_FAMILIES)
+    kv, group = r.choice([1, 2, 3, 4]), r.choice([1, 2, 3])
+    h, k = kv * group, r.choice([2, 4, 6, 8, 10, 14, 16, 18])
+    n = r.choice([1, 2, 3, 4, 5, 7])
+    ov = dict(num_attention_heads=h, num_key_value_heads=kv, head_dim=k, num_hidden_layers=n,
+              hidden_size=r.choice([h * k, 4 * r.randint(3, 16)]), intermediate_size=r.randint(8, 80),
+              rms_norm_eps=r.choice([1e-6, 1e-5]), tie_word_embeddings=r.choice([True, False]),
+              rope_theta=r.choice([100.0, 5000.0, 10000.0, 1e6]))
+    if fam == "gemma3":  # Gemma3TextConfig asks for a width that the heads divide, whatever head_dim says
+        ov["hidden_size"] = h * max(1, ov["hidden_size"] // h)
+        ov.update(sliding_window=r.choice([2, 3, 4, 6, 9]), sliding_window_pattern=r.choice([2, 3, 6]),
+                  rope_local_base_freq=r.choice([10.0, 300.0, 10000.0]), query_pre_attn_scalar=r.choice([k, 7, 13, 256]))
+        if r.random() < 0.3:
+            ov["rope_scaling"] = {"rope_type": "linear", "factor": r.choice([2.0, 8.0])}
+        if r.random() < 0.3:
+            ov["layer_types"] = [r.choice(["sliding_attention", "full_attention"]) for _ in range(n)]
+        if r.random() < 0.4:  # what a GGUF file can say (lm_gguf_readable): llama.cpp's pattern, local base, scalar
+            ov.pop("layer_types", None)
+            ov.update(sliding_window_pattern=6, rope_local_base_freq=10000.0, query_pre_attn_scalar=k)
+    elif r.random() < 0.4:
+        ov.update(use_sliding_window=True, sliding_window=r.choice([2, 3, 5]), max_window_layers=r.randint(0, n))
+    return fam, ov
+
+
+def lm_gguf_readable(fam: str, ov: dict) -> bool:
+    """Whether a GGUF file can say this configuration as llama.cpp reads it (Gemma 3: layer pattern 6, local RoPE base
+    10,000 and query_pre_attn_scalar = head_dim are implied; Qwen3: no sliding window)."""
+    if fam == "qwen3":
+        return not ov.get("use_sliding_window")
+    return (ov["sliding_window_pattern"] == 6 and "layer_types" not in ov and ov["rope_local_base_freq"] == 10000.0
+            and ov["query_pre_attn_scalar"] == ov["head_dim"])
+
+
+def lm_run(seed: int, folder: Path | None = None) -> tuple[str, dict, str]:
+    """(family, overrides, "ok" | "REFUSED: message" | "FAIL ...") for one seed: the folder, and an F32 GGUF file of
+    the same weights where lm_gguf_readable, against transformers on the folder."""
+    from gguf_support import make_llama, write_gguf
+    from test_llama import parity
+
+    from model.gguf import load_gguf
+
+    fam, ov = lm_configuration(seed)
+    out = folder or Path(tempfile.mkdtemp()) / "m"
+    try:
+        ref, path, tok = make_llama(out, fam, seed=seed, **ov)
+        P.hf_eager(ref)
+        models = [load_local(CPU, path)]
+        if lm_gguf_readable(fam, ov):
+            models.append(load_gguf(CPU, write_gguf(ref, tok, out.parent / f"{out.name}.gguf", fam, "F32")))
+        for ours in models:
+            for text in LM_TEXTS:
+                parity(ours, ref, text, n_new=3)
+        return fam, ov, "ok"
+    except HeadlightError as e:
+        return fam, ov, f"REFUSED: {e}"
+    except Exception as e:  # noqa: BLE001 - a disagreement, reported
+        return fam, ov, f"FAIL {type(e).__name__}: {e}"
+
+
+if __name__ == "__main__":  # python tests/hf_random_configs.py [lm] FIRST LAST
+    lm = sys.argv[1] == "lm"
+    first, last = map(int, sys.argv[2:4] if lm else sys.argv[1:3])
+    for s in range(first, last):
+        fam, ov, res = (lm_run if lm else run)(s)
         print(s, fam, res if res == "ok" else f"{res[:400]} {ov}", flush=True)

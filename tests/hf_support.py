@@ -40,6 +40,28 @@ def byte_bpe(vocab_size: int) -> Tokenizer:
     return tok
 
 
+KOREAN = ["철수는 영희에게 책을 빌려주었다.", "나는 학교에 간다. 동물은 길을 건너지 않았다.",
+          "오늘 날씨가 좋아서 공원에 갔다."]
+
+
+def sentencepiece_bpe(vocab_size: int) -> Tokenizer:
+    """Gemma's kind of tokenizer (transformers' GemmaTokenizer): SentencePiece BPE over "▁"-for-space text with byte
+    fallback, trained on SENTENCES and some Korean; ids 0-4 <pad> <eos> <bos> <unk> <mask>, then the 256 byte pieces
+    <0x00>..<0xFF>, then at most 60 characters (rarer Hangul syllables fall back to their bytes), then merges."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", *(f"<0x{b:02X}>" for b in range(256))]
+    tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.pre_tokenizer = pre_tokenizers.Split("\u2581", behavior="merged_with_next")  # training: pieces within words
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size + len(specials), special_tokens=specials, limit_alphabet=60,
+                                  show_progress=False)
+    tok.train_from_iterator((SENTENCES + KOREAN) * 4, trainer)
+    tok.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")  # GemmaTokenizer's (a no-op)
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", pair="<bos> $A <bos> $B",
+                                                       special_tokens=[("<bos>", 2)])
+    return tok
+
+
 def perturb(model: torch.nn.Module, std: float = 0.15, skip: tuple[str, ...] = ()) -> None:
     """Larger random weights than HF's init (std 0.02), so attention is far from uniform."""
     with torch.no_grad():

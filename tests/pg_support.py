@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
+import ci_support
 
 NEEDED = ("initdb", "pg_ctl", "postgres")
 
@@ -38,9 +38,7 @@ def free_port() -> int:
 
 
 def skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: .ci/run installs Debian's postgresql package")
-    pytest.skip(reason)
+    ci_support.skip_or_fail(f"{reason}; .ci/run installs Debian's postgresql package")
 
 
 class PostgresServer:

@@ -162,7 +162,7 @@ def test_hostile_inputs(page):
         if name in ("empty", "whitespace"):
             assert any("Type a sentence" in i.value for i in at.info), name
             continue
-        assert charts or page == page_file("positional"), name
+        assert charts, name  # every page draws its figures (or a notice with them) on any non-empty text
         if name == "script":
             assert "<script" not in charts
 

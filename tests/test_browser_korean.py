@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_support import browser_available, chromium_page, serve_app, wait_for_app
+from ci_support import skip_or_fail
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +22,7 @@ def app_url():
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
+        skip_or_fail(reason)
     if os.environ.get("HEADLIGHT_TEST_URL"):  # an app already running (restarted after the last change)
         yield os.environ["HEADLIGHT_TEST_URL"].rstrip("/")
         return

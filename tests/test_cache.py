@@ -77,7 +77,7 @@ def test_nbytes_of_counts_each_array_once_and_survives_cycles():
 
 
 def test_nbytes_of_plain_objects_and_tensors():
-    torch = pytest.importorskip("torch")
+    import torch as torch
 
     class Plain:
         def __init__(self):
@@ -95,7 +95,7 @@ def test_nbytes_of_plain_objects_and_tensors():
 def test_nbytes_of_counts_the_whole_storage_behind_a_slice():
     """An array made from a slice of a tensor keeps the tensor's whole storage alive: it is counted at that size
     (one head of a 12-head record of a 512-token text showed 1 MiB and kept 12), once however many slices reach it."""
-    torch = pytest.importorskip("torch")
+    import torch as torch
     t = torch.zeros(12, 1000, dtype=torch.float32)
     assert nbytes_of(t[3].numpy(), overhead=0) == 48_000
     assert nbytes_of({"a": t[3].numpy(), "b": t[4].numpy(), "c": t[5]}, overhead=0) == 48_000 + 3
@@ -103,7 +103,8 @@ def test_nbytes_of_counts_the_whole_storage_behind_a_slice():
 
 
 def test_to_numpy_copies_a_view_of_a_larger_tensor():
-    torch = pytest.importorskip("torch")
+    import torch as torch
+
     from analysis.frozen import to_numpy
 
     with torch.inference_mode():

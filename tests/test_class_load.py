@@ -21,6 +21,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 import websockets
+from ci_support import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -88,7 +89,7 @@ def serve_setup(tmp_path: Path) -> tuple[int, str, Path, dict]:
     if shutil.which("haproxy") is None:
         if os.environ.get("CI"):
             pytest.fail("haproxy is missing: .ci/run installs it")
-        pytest.skip("haproxy not installed")
+        skip_or_fail("haproxy not installed")
     port, base = free_port(), free_port(pair=True)
     key, db = secrets.token_urlsafe(24), tmp_path / "data" / "class.sqlite3"
     env = {**os.environ, "PORT": str(port), "HEADLIGHT_BASE_PORT": str(base), "HEADLIGHT_PROCS": "2",

@@ -13,6 +13,7 @@ import time
 import pytest
 from pg_support import PostgresServer
 
+from classroom import sentences
 from classroom import store as cs
 from classroom.store import (
     ALPHABET,
@@ -236,7 +237,7 @@ def test_sentences_limits_idempotency_and_moderation(store):
 
 
 def test_one_student_cannot_flood_the_room(store, monkeypatch):
-    monkeypatch.setattr(cs, "MAX_SENTENCES_PER_SESSION", 3)
+    monkeypatch.setattr(sentences, "MAX_SENTENCES_PER_SESSION", 3)  # where the limit is read
     room = store.open_room()
     for i in range(3):
         store.submit_sentence(room.code, "s1", "m", f"sentence {i} it", ["s", "it"], 1, 0)
@@ -256,6 +257,58 @@ def test_schema_is_versioned_and_migrated_once(store, url):
     again.close()
     with pytest.raises(cs.ClassError, match="schema version"):
         open_store(url)
+
+
+def test_a_room_carries_the_lecturers_model_and_language(store):
+    room = store.open_room("multilingual-e5-small", "ko")
+    assert (room.model, room.lang) == ("multilingual-e5-small", "ko") and store.room(room.code) == room
+    assert store.open_room().model == "" and store.open_room().lang == ""  # the door's endpoint names none
+    moved = store.set_room_model(room.code, "minilm-l6")
+    assert moved == store.room(room.code) and (moved.model, moved.lang, moved.expires) == ("minilm-l6", "ko",
+                                                                                             room.expires)
+    with pytest.raises(UnknownRoom):
+        store.set_room_model("ZZZZZZZZ", "minilm-l6")
+    with pytest.raises(ValueError):
+        store.open_room("m" * 201)
+    store.end_room(room.code)
+    with pytest.raises(UnknownRoom):
+        store.set_room_model(room.code, "minilm-l6")
+
+
+def test_a_version_1_database_is_migrated_and_its_rooms_kept(url, clock, monkeypatch):
+    """A class store written before rooms carried a model (schema 1): opened by this code, it gains the columns and
+    the key-failure table; its open rooms live on, with no model ("")."""
+    monkeypatch.setattr(cs, "MIGRATIONS", cs.MIGRATIONS[:1])
+    monkeypatch.setattr(cs, "SCHEMA_VERSION", 1)
+    old = open_store(url, clock=clock)
+    old._write(lambda ex: ex("INSERT INTO rooms (code, created, expires) VALUES (?, ?, ?)",
+                             ("7K3M9X2A", T0, T0 + ROOM_TTL_S)))
+    old.close()
+    monkeypatch.undo()
+    new = open_store(url, clock=clock)
+    assert new.schema_version() == cs.SCHEMA_VERSION >= 3 and rows(new, "schema_version") == len(cs.MIGRATIONS)
+    assert new.room("7K3M9X2A") == cs.Room("7K3M9X2A", T0, T0 + ROOM_TTL_S, "", "")
+    assert new.set_room_model("7K3M9X2A", "minilm-l6").model == "minilm-l6"
+    assert new.key_failure("10.0.0.1", T0, 60.0, 10) == 0
+    new.close()
+
+
+def test_wrong_keys_are_counted_per_address_and_shared_by_stores(url):
+    """The wrong-key count (classroom/lecturer.py's Gate) in the store: two stores on one database (two processes)
+    see one count; at most `limit` kept per address; the window slides; stale addresses are deleted."""
+    a, b = open_store(url), open_store(url)
+    assert [a.key_failure("10.0.0.7", T0 + i, 60.0, 10) for i in range(6)] == [0, 1, 2, 3, 4, 5]
+    assert [b.key_failure("10.0.0.7", T0 + 6 + i, 60.0, 10) for i in range(6)] == [6, 7, 8, 9, 10, 10]
+    assert a.key_failures("10.0.0.7", T0 + 12, 60.0) == [T0 + i for i in range(10)]  # the limit: no more kept
+    assert b.key_failures("10.0.0.8", T0 + 12, 60.0) == [] and b.key_failure("10.0.0.8", T0, 60.0, 10) == 0
+    assert a.key_failures("10.0.0.7", T0 + 60.5, 60.0) == [T0 + i for i in range(1, 10)]  # the oldest left
+    assert a.key_failure("10.0.0.7", T0 + 61, 60.0, 10) == 8  # 0 and 1 gone: room for one more
+    assert b.key_failure("10.0.0.9", T0 + 200, 60.0, 10) == 0
+    assert rows(a, "key_failures") == 1  # 10.0.0.7 and 10.0.0.8 had nothing left in the window: deleted
+    assert a.key_failure("x" * 1000, T0 + 200, 60.0, 10) == 0 and a.key_failures("x" * 1000, T0 + 200, 60.0) \
+        == [T0 + 200]  # an absurd address is cut, still counted
+    a.close()
+    b.close()
 
 
 def test_a_restart_keeps_the_room_and_its_answers(url, clock):

@@ -128,14 +128,14 @@ def test_starting_page_turns_into_the_app_as_soon_as_it_answers():
     import threading
     import time
 
-    import pytest
     from browser_support import browser_available, chromium_browser
+    from ci_support import skip_or_fail
 
     from serve.door import starting_page
 
     reason = browser_available()
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
     state = {"ready_at": None, "requests": [], "open": 0, "max_open": 0}
     lock = threading.Lock()
 

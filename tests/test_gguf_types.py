@@ -1,20 +1,19 @@
-"""Every GGUF tensor type the app reads (model.gguf.SUPPORTED_TYPES: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K,
-Q6_K), on tiny random llama and qwen2 files written at test time with gguf's own writer: d_model 256 and d_ff 512, so
-every matrix's rows are whole blocks (256 values for the K-quants) and every matrix is stored in the type under test.
-F16 / BF16 / Q8_0 / Q4_0 / Q4_1 are the model's weights quantised by `gguf.quants.quantize`; gguf 0.19 cannot quantise
-to the K-quants, so those files hold random valid blocks (tests/gguf_support.random_k_blocks). Each file is read by
-model/gguf.py and by transformers (`from_pretrained(dir, gguf_file=...)`): attentions <= 1e-5, hidden states and
-logits <= 1e-4, greedy continuation equal; and each tensor the loader dequantises equals gguf's own reader
-(`GGUFReader`, a parse independent of ours) and dequantiser on the same bytes."""
+"""Every GGUF tensor type the app reads (model.gguf.SUPPORTED_TYPES: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+Q4_K, Q5_K, Q6_K), on tiny random llama, qwen2, qwen3 and gemma3 files written at test time with gguf's own writer:
+d_model 256 and d_ff 512, so every matrix's rows are whole blocks (256 values for the K-quants) and every matrix is
+stored in the type under test. F16 / BF16 / Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 are the model's weights quantised by
+`gguf.quants.quantize`; gguf 0.19 cannot quantise to the K-quants, so those files hold random valid blocks
+(tests/gguf_support.random_k_blocks). Each file is read by model/gguf.py and by transformers
+(`from_pretrained(dir, gguf_file=...)`): attentions <= 1e-5, hidden states and logits <= 1e-4, greedy continuation
+equal; and each tensor the loader dequantises equals gguf's own reader (`GGUFReader`, a parse independent of ours)
+and dequantiser on the same bytes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-
-pytest.importorskip("transformers")
-
+import transformers  # noqa: F401
 from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter  # noqa: E402
 from gguf.quants import dequantize  # noqa: E402
 from gguf_support import make_llama, reference_from_gguf, write_gguf  # noqa: E402
@@ -29,7 +28,13 @@ CPU = torch.device("cpu")
 WIDE = dict(hidden_size=256, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2, std=0.05)
 CASES = [("llama", "F16"), ("llama", "BF16"), ("qwen2", "BF16"), ("llama", "Q8_0"), ("llama", "Q4_0"),
          ("qwen2", "Q4_1"), ("llama", "Q4_K"), ("qwen2", "Q4_K"), ("llama", "Q5_K"), ("llama", "Q6_K"),
-         ("qwen2", "Q6_K")]
+         ("qwen2", "Q6_K"), ("qwen3", "Q4_0"), ("qwen3", "Q6_K"), ("gemma3", "BF16"), ("gemma3", "Q4_K"),
+         ("gemma3", "Q5_K"), ("gemma3", "Q5_0"), ("llama", "Q5_1")]
+# Qwen3 and Gemma 3 in shapes transformers' GGUF reader reads as llama.cpp does (tests/test_gemma_qwen3.py): Qwen3's
+# head width 128; Gemma's 256 (= query_pre_attn_scalar), its layer pattern 6 and local RoPE base 10,000
+ARCH = {"qwen3": dict(head_dim=128), "gemma3": dict(num_attention_heads=2, num_key_value_heads=1, head_dim=256,
+                                                    num_hidden_layers=2, sliding_window=4, sliding_window_pattern=6,
+                                                    rope_local_base_freq=10000.0, query_pre_attn_scalar=256)}
 
 
 def test_the_cases_cover_every_supported_type():
@@ -38,7 +43,8 @@ def test_the_cases_cover_every_supported_type():
 
 @pytest.mark.parametrize("arch,qtype", CASES, ids=[f"{a}-{q}" for a, q in CASES])
 def test_gguf_type_parity_with_transformers(tmp_path, arch, qtype):
-    model, _, tok = make_llama(tmp_path / "hf", arch, tie_word_embeddings=arch == "qwen2", **WIDE)
+    model, _, tok = make_llama(tmp_path / "hf", arch, tie_word_embeddings=arch in ("qwen2", "gemma3"),
+                               **{**WIDE, **ARCH.get(arch, {})})
     path = write_gguf(model, tok, tmp_path / f"tiny-{arch}-{qtype}.gguf", arch, qtype)
     ours_file, reader = GGUFFile(path), GGUFReader(path)
     want = GGMLQuantizationType[qtype]
@@ -57,7 +63,9 @@ def test_gguf_type_parity_with_transformers(tmp_path, arch, qtype):
         ours_file.close()
     ref, _ = reference_from_gguf(path)
     ours = load_gguf(CPU, path)
-    assert ours.config.has_qkv_bias == (arch == "qwen2") and ours.config.d_k == 64 and ours.config.kv_heads == 2
+    c = ours.config
+    assert c.has_qkv_bias == (arch == "qwen2") and c.qk_norm == (arch in ("qwen3", "gemma3"))
+    assert (c.d_k, c.kv_heads) == {"qwen3": (128, 2), "gemma3": (256, 1)}.get(arch, (64, 2))
     # attention neither uniform nor one-hot on these weights, so that the comparison below says something
     a = ours.trace(TEXT).decoder_self_attention[:, :, 3:]  # rows with 4 keys or more
     uniform = (1 / np.arange(4, a.shape[-1] + 1)).mean()  # each row's largest weight, were the weights uniform

@@ -365,7 +365,17 @@ def test_figures_build_and_escape_user_text(minilm, pair):
 
 
 def test_seq2seq_figures(seq2seq_tiny):
+    """The logit lens heatmap and the before / after bars draw exactly the analysis' numbers."""
     from viz import heads as V
 
-    V.logit_lens_heatmap(H.logit_lens(seq2seq_tiny, "the cat sat", task="copy")).to_json()
-    V.top_k_bars(H.decoder_effect(seq2seq_tiny, "the cat sat", [("cross", 1, 0)], task="copy")).to_json()
+    lens = H.logit_lens(seq2seq_tiny, "the cat sat", task="copy")
+    fig = V.logit_lens_heatmap(lens)
+    (heat,) = fig.data
+    np.testing.assert_array_equal(np.asarray(heat.z, dtype=np.float32), np.asarray(lens.top_probs, np.float32))
+    assert [list(r) for r in heat.text] == [list(r) for r in lens.top_tokens]
+    assert len(heat.y) == len(lens.layers) == seq2seq_tiny.config.n_decoder_layers
+    deff = H.decoder_effect(seq2seq_tiny, "the cat sat", [("cross", 1, 0)], task="copy")
+    before, after = V.top_k_bars(deff).data
+    rows = deff.top_rows()
+    assert list(before.y) == [r["before"] for r in rows] and list(after.y) == [r["after"] for r in rows]
+    assert len(rows) >= 1 and all(0.0 <= r["before"] <= 1.0 and 0.0 <= r["after"] <= 1.0 for r in rows)

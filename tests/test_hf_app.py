@@ -130,7 +130,7 @@ def test_gpt2_logit_lens_last_layer_is_the_next_token_distribution(folders):
 def test_gpt2_step_by_step_walks_the_pre_ln_layer_to_its_output(folders, lang):
     """GPT-2 on Step by step: the pre-LN tabs draw LN_2 of the residual sum, the FFN and the layer output, and the
     output recomputed from its sublayers equals the model's own (the page's check passes, < 1e-5)."""
-    want = {"add_norm_pre": t("steps.pre_sum_fig", lang, n=0, d=0).split(" · ")[0], "output_pre": None}
+    want = {"add_norm_pre": t("steps.pre_sum_fig", lang, n=0, d=0, norm="LN").split(" · ")[0], "output_pre": None}
     for tab, title in want.items():
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
         at.query_params.update({"model": "hl-gpt2", "text": TEXT, "lang": lang, "layer": "1"})

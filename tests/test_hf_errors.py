@@ -70,13 +70,17 @@ def test_config_missing_not_utf8_invalid_json(bert_dir, tmp_path):
 
 
 @pytest.mark.parametrize("changes,needles", [
-    ({"model_type": "gemma3"}, ["'gemma3'", "bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, qwen2, bart, "
-                                            "marian"]),
+    ({"model_type": "falcon"}, ["'falcon'", "bert, roberta, xlm-roberta, distilbert, gpt2, llama, mistral, qwen2, "
+                                            "qwen3, gemma3_text, gemma3, bart, marian"]),
+    ({"model_type": "gemma3"}, []),  # a multimodal Gemma 3 folder without its text_config: hf_config_value below
     ({"model_type": None}, ["model_type None"]),
 ])
 def test_unknown_model_type_names_the_supported_ones(bert_dir, tmp_path, changes, needles):
     d = copy_dir(bert_dir, tmp_path / "t")
     edit_config(d, **changes)
+    if changes["model_type"] == "gemma3":
+        expect(InputError, "hf_config_value", "'text_config' is missing", path=d)
+        return
     expect(InputError, "hf_unsupported_type", *needles, path=d)
 
 

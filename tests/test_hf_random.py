@@ -12,13 +12,16 @@ import re
 from collections import Counter
 
 import pytest
-from hf_random_configs import FAMILIES, configuration, run
+from hf_random_configs import FAMILIES, LM_FAMILIES, configuration, lm_configuration, lm_gguf_readable, lm_run, run
 from hf_random_expected import (
     CI_SEEDS,
     FULL_RUN,
     FULL_RUN_SEEDS,
     KNOWN_FAILURES,
     KNOWN_UNSUPPORTED,
+    LM_CI_SEEDS,
+    LM_FULL_RUN,
+    LM_FULL_RUN_SEEDS,
     MIN_OK_PER_FAMILY,
     expected_refusal,
     refusal_reason,
@@ -97,3 +100,28 @@ def test_full_run_table_matches_the_configurations():
         assert row["refused"] == {r: n for (f, r), n in refusals.items() if f == fam}, fam
         assert row["fail"] == fails[fam], fam
     assert sum(drawn.values()) == len(FULL_RUN_SEEDS) and set(CI_SEEDS) <= set(FULL_RUN_SEEDS)
+
+
+# ---- Qwen3 and Gemma 3 (issue 38): folders and GGUF files ---------------------------------------------------------------
+@pytest.mark.parametrize("seed", LM_CI_SEEDS)
+def test_random_language_model_agrees(seed, tmp_path):
+    fam, overrides, result = lm_run(seed, tmp_path / "model")
+    assert result == "ok", (seed, fam, overrides, result)
+
+
+def test_lm_ci_seeds_cover_both_families_windows_gguf_files_and_grouped_queries():
+    """The CI seeds hold each family, sliding windows shorter than the texts, head widths that are not d_model / heads,
+    tied and untied tables, several grouped-query ratios and GGUF files of both families."""
+    drawn = [lm_configuration(s) for s in LM_CI_SEEDS]
+    assert {f for f, _ in drawn} == set(LM_FAMILIES)
+    assert any(ov.get("sliding_window") and (f == "gemma3" or ov.get("use_sliding_window")) for f, ov in drawn)
+    assert any(ov["head_dim"] * ov["num_attention_heads"] != ov["hidden_size"] for _, ov in drawn)
+    assert {ov["tie_word_embeddings"] for _, ov in drawn} == {True, False}
+    assert len({ov["num_attention_heads"] // ov["num_key_value_heads"] for _, ov in drawn}) >= 3
+    assert {f for f, ov in drawn if lm_gguf_readable(f, ov)} == set(LM_FAMILIES)
+
+
+def test_lm_full_run_table_matches_the_configurations():
+    drawn = Counter(lm_configuration(s)[0] for s in LM_FULL_RUN_SEEDS)
+    assert {f: r["ok"] + r["fail"] for f, r in LM_FULL_RUN.items()} == dict(drawn)
+    assert set(LM_CI_SEEDS) <= set(LM_FULL_RUN_SEEDS)

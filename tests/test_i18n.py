@@ -8,12 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
+from ci_support import skip_or_fail
 
 from i18n import LANGS, catalogue, glossary, pick_lang, t, term
 from i18n.catalog import placeholders, render
 
 ROOT = Path(__file__).resolve().parents[1]
-USERS = ["ui/tour.py", "ui/quiz.py", "ui/share.py"]
+USERS = ["ui/tour.py", "ui/tour_decoder.py", "ui/quiz.py", "ui/share.py"]
 
 
 def test_same_keys_in_every_language():
@@ -101,7 +102,7 @@ def test_matplotlib_export_renders_hangul():
     from viz.export import _CJK_FONTS, figure_bytes, font_family, heatmap_figure
 
     if not any(f in font_family() for f in _CJK_FONTS):
-        pytest.skip("no CJK font installed (apt-get install fonts-noto-cjk)")
+        skip_or_fail("no CJK font installed (apt-get install fonts-noto-cjk)")
     title = t("tour.add_norm.stats_fig", "ko") + " · " + t("tour.step_title", "ko", i=10, n=14, title="Add & Norm")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -33,8 +33,8 @@ def _ko() -> dict[str, str]:
 
 # ---- the slips, as seen ----------------------------------------------------------------------------------------
 def test_task_takes_euro():
-    assert "고른 작업으로 문장을" in t("tour.decoder_note", "ko", model="seq2seq-tiny")
-    assert "작업로" not in t("tour.decoder_note", "ko", model="seq2seq-tiny")
+    note = t("tour.dec.note.encoder", "ko", model="minilm-l6", fallback="seq2seq-tiny")
+    assert "고른 작업으로 문장을" in note and "작업로" not in note
 
 
 def test_token_title_particle_follows_the_last_syllable():
@@ -91,7 +91,7 @@ def test_mask_formula_and_shapes_in_korean():
     steps.update(X=np.ones((n, 4)), W_Q=np.ones((4, 2)), W_K=np.ones((4, 2)), W_V=np.ones((4, 2)),
                  scores=np.ones((n, n)), scaled=np.ones((n, n)), mask=np.tril(np.ones((n, n))),
                  weights=np.ones((n, n)) / n, Z=np.ones((n, 2)), Z_all=np.ones((n, 4)), W_O=np.ones((4, 4)),
-                 output=np.ones((n, 4)))
+                 output=np.ones((n, 4)), bias_QKV=np.array(True), bias_O=np.array(True))
     stages = {s.key: s for s in build_stages(steps, list("abc"), list("abc"), head=0, n_heads=2, lang="ko")}
     assert stages["mask"].shape == "마스크: 3 × 3" and stages["masked"].shape == "마스킹한 점수: 3 × 3"
     assert "어텐션 가능" in stages["mask"].latex and "막힘" in stages["mask"].latex

@@ -184,7 +184,7 @@ def test_missing_tokenizer_unsupported_architecture_and_options(tiny_gguf, tmp_p
         return tmp_path / name
 
     expect(rewrite("notok.gguf", drop=("tokenizer.ggml.tokens",)), "gguf_no_tokenizer", "no tokenizer")
-    expect(rewrite("gemma.gguf", set_={"general.architecture": "gemma3"}), "gguf_architecture", "'gemma3'")
+    expect(rewrite("falcon.gguf", set_={"general.architecture": "falcon"}), "gguf_architecture", "'falcon'")
     expect(rewrite("scaled.gguf", set_={"llama.rope.scaling.type": "yarn"}), "gguf_option", "rope.scaling.type")
     expect(rewrite("window.gguf", set_={"llama.attention.sliding_window": 16}), "gguf_option", "sliding_window")
     expect(rewrite("moe.gguf", set_={"llama.expert_count": 8}), "gguf_option", "expert_count")

@@ -10,7 +10,7 @@ import pytest
 from apptest_support import assert_ok
 from streamlit.testing.v1 import AppTest
 
-from model.tokenizer import BYTE_STAND_INS, piece_bytes, shown_piece
+from model.tokenizer import BYTE_OF, shown_piece
 from viz.next_token import next_token_figure
 from viz.theme import FONTS
 
@@ -32,9 +32,10 @@ def test_other_tokenizers_are_shown_as_they_are():
     assert shown_piece("Ġthe", None) == "Ġthe"
 
 
-def test_the_byte_stand_ins_cover_every_byte_once():
-    assert sorted(BYTE_STAND_INS.values()) == list(range(256))
-    assert piece_bytes("ĊĠ") == b"\n " and piece_bytes("▁동물") is None  # not byte stand-ins
+def test_every_byte_has_its_stand_in_and_a_fallback_piece_is_shown_too():
+    assert sorted(BYTE_OF.values()) == list(range(256))
+    assert shown_piece("<0x0A>", "sentencepiece") == "↵" and shown_piece("<0xEB>", "sentencepiece") == "<0xEB>"
+    assert shown_piece("▁the", "sentencepiece") == "▁the"  # a SentencePiece word piece stays as it is
 
 
 @pytest.mark.parametrize("lecture", [False, True])

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from browser_support import browser_available, chromium_page
+from browser_support import chromium_page, require_browser
 
 from viz.attention import token_view
 from viz.heatmap import heatmap
@@ -59,9 +59,9 @@ def _open_offline(page, path) -> list[str]:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(browser_available() is not None, reason=str(browser_available()))
 @pytest.mark.parametrize("kind", ["heatmap", "token_view"])
 def test_exported_html_draws_and_hovers_offline(tmp_path, kind):
+    require_browser()
     att = _attention(len(TOKENS))
     if kind == "heatmap":
         fig = heatmap(att[0], TOKENS, TOKENS, title="Layer 0 · Head 0", zmin=0, zmax=1, xlabel="key", ylabel="query")
@@ -126,8 +126,8 @@ def test_exported_layout_makes_room_for_the_labels():
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(browser_available() is not None, reason=str(browser_available()))
 def test_exported_heatmap_shows_every_token_label_inside_the_picture(tmp_path):
+    require_browser()
     """In Chromium the exported heatmap's tick labels (the tokens) and axis titles lie inside the drawing: with the
     10 px margins of the page's layout and no theme, all but 2 of them fell outside it."""
     path = tmp_path / "heatmap.html"

@@ -121,7 +121,7 @@ def test_any_token_has_one_form(value, forms):
 
 def test_every_character_gets_one_form():
     """No character, alone or after a word, falls back to both forms (or raises: "³" was a KeyError)."""
-    from model.tokenizer import BYTE_STAND_INS as _BYTES  # byte-level BPE's 256 stand-ins (Ġ, Ċ, ì, Ŀ ...)
+    from model.tokenizer import BYTE_OF as _BYTES  # byte-level BPE's 256 stand-ins (Ġ, Ċ, ì, Ŀ ...)
 
     chars = [chr(c) for c in range(0x20, 0x3100)] + list(_BYTES) + ["🐶", "😴", "🚗", "\U000f0000", "\x00", "\t"]
     bad = [c for c in chars for v in (c, "a" + c, "헤드 " + c) if "(" in particle(v, "이")]
@@ -129,7 +129,7 @@ def test_every_character_gets_one_form():
 
 
 def test_the_token_view_title_takes_one_particle_for_every_byte_piece():
-    from model.tokenizer import BYTE_STAND_INS as _BYTES
+    from model.tokenizer import BYTE_OF as _BYTES
 
     for tok in [*_BYTES, "Ġë", "ìĿ", "ĊĠĠĠĠĠ", "âĢĻ", "[UNK]", "▁"]:
         title = t("ex.token.title", "ko", model="smollm2-135m", layer=0, token=tok)
@@ -173,20 +173,24 @@ def literal_particles(value: str) -> list[tuple[str, str]]:
     found = []
     for m in re.finditer(r"([A-Za-z0-9][A-Za-z0-9_\-.]*)(" + forms + r")(?![가-힣])", text):
         if m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "\x00"):
-            found.append(m.groups())
+            before = text[max(0, m.start() - 20):m.start()].rsplit("\x00", 1)[-1]  # a name of two words: "Gemma 3"
+            found.append((before + m.group(1), m.group(2)))
     for m in re.finditer(r"[\[“`'\"<‘]([^\[\]“”`'\"<>{}‘’\x00]+)[\]”`'\">’](" + forms + r")(?![가-힣])", text):
         found.append(m.groups())
     return found
 
 
 def test_literal_particles_after_latin_words_follow_their_reading():
-    assert literal_particles("실제 번역기 bergamot-pt를, “▁”가, [SEP]로, sin/cos는 {model:|은}") == [
-        ("bergamot-pt", "를"), ("cos", "는"), ("▁", "가"), ("SEP", "로")]
+    assert literal_particles("번역기 bergamot-pt를, “▁”가, [SEP]로, sin/cos는 {model:|은} Gemma 3는") == [
+        ("번역기 bergamot-pt", "를"), (", “▁”가, [SEP]로, sin/cos", "는"), (" Gemma 3", "는"), ("▁", "가"),
+        ("SEP", "로")]
+    assert particle("Qwen3와 Gemma 3", "은") == "는" and particle("3", "은") == "은"  # 젬마 쓰리, but 삼
     bad = {}
     for path in sorted((ROOT / "i18n").glob("ko*.json")):
         for key, value in json.loads(path.read_text(encoding="utf-8")).items():
             if isinstance(value, str):
-                wrong = [f"{w}{p} (not {particle(w, p)})" for w, p in literal_particles(value) if particle(w, p) != p]
+                wrong = [f"{w[-12:]}{p} (not {particle(w, p)})" for w, p in literal_particles(value)
+                         if particle(w, p) != p]
                 if wrong:
                     bad[key] = wrong
     assert bad == {}

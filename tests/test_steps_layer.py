@@ -116,4 +116,4 @@ def test_layer_tabs_on_hostile_text(model, block):
             open_tab(at, tab, "steps_tab")
             assert_ok(at)
             if text.strip():
-                assert charts(at) or at.info or at.warning, (name, tab)
+                assert charts(at), (name, tab)  # a non-empty text: the tab's figures

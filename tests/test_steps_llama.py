@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-pytest.importorskip("transformers")
-
+import transformers  # noqa: F401
 from gguf_support import make_llama  # noqa: E402
 
 from analysis.stages import attention_steps, sublayer_steps  # noqa: E402

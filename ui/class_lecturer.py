@@ -2,7 +2,13 @@
 student link `/?room=CODE` (never the key), live questions from the quizzes with the projector view (students,
 answers, the spread, then the reveal), the moderation of students' sentences, the class's head ranking, the export,
 and "End class". Student text is drawn as plain text (st.text, escaped markdown), and on the projector only once
-approved."""
+approved.
+
+The room carries the model and language of the lecturer's sidebar when it opened (issue 34): students' sentences are
+tokenized on it and the class's heads ranked on it. When the lecturer picks another model in the sidebar mid-class,
+the room's model still counts: the page says so, questions on the sidebar's sentence wait, and one click moves the
+class to the sidebar's model (students' phones follow; sentences sent before keep their model, and the Heads tab
+ranks each model's sentences apart)."""
 
 from __future__ import annotations
 
@@ -31,10 +37,39 @@ MODERATION_REFRESH_S = 3.0  # the sentences tab's
 _CSS = """<style>
 .class-link {font-size: clamp(1.4rem, 4vw, 2.6rem); font-weight: 600; overflow-wrap: anywhere}
 .class-code {font-size: clamp(2rem, 6vw, 4rem); font-weight: 700; letter-spacing: 0.08em}
-.st-key-class_qr img {image-rendering: pixelated; max-height: 70vh; max-width: 100%; object-fit: contain}
+.st-key-class_qr img {image-rendering: pixelated; max-height: min(70vh, calc(100vh - 25rem)); max-width: 100%;
+  object-fit: contain}
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * {
   font-size: 3.6rem !important; line-height: 1.1 !important; font-weight: 700}
+.st-key-class_moderation [data-testid="stText"] {font-size: 1rem; white-space: pre-wrap}
 </style>"""  # constant CSS; no user text
+# lecture mode: the moderation list as big as the page's text (ui/state.py LECTURE_CSS: 1.3rem)
+_LECTURE_CSS = """<style>
+[data-testid="stMain"] .st-key-class_moderation [data-testid="stText"] {font-size: 1.3rem !important}
+</style>"""
+# The room's QR code fits whole in the window, as the share dialog's does (issue 34: at 1600 x 1000 in lecture mode
+# it ran off the bottom): its height is what the window leaves below its top, measured in the browser whenever the
+# page changes or the window is resized (the CSS above is the fallback without JavaScript). Constant; no user text.
+_FIT_QR = """<script>
+(function () {
+  if (window.__hlFitQr) { window.__hlFitQr(); return; }
+  var MARGIN = 16, SMALLEST = 240, queued = false;
+  function fit() {
+    queued = false;
+    var img = document.querySelector('.st-key-class_qr img');
+    if (!img) { return; }
+    var top = img.getBoundingClientRect().top, el = img.parentElement;
+    for (; el && el !== document.body; el = el.parentElement) { top += el.scrollTop; }
+    var room = Math.max(SMALLEST, Math.floor(window.innerHeight - top - MARGIN));
+    if (img.style.maxHeight !== room + 'px') { img.style.maxHeight = room + 'px'; }
+  }
+  function soon() { if (!queued) { queued = true; window.requestAnimationFrame(fit); } }
+  window.__hlFitQr = soon;
+  window.addEventListener('resize', soon);
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  soon();
+})();
+</script>"""
 
 
 def render(view: View) -> None:
@@ -48,11 +83,14 @@ def render(view: View) -> None:
         return
     code = cr.lecturer_room()
     if code is None:
-        open_room(lg)
+        open_room(view)
         return
     st.html(_CSS)
+    if view.lecture:
+        st.html(_LECTURE_CSS)
     head, end = st.columns([4, 1], vertical_alignment="center")
     head.markdown(t("class.room_line", lg, code=f"`{code}`"))
+    room_model_line(view, code)
     with end.popover(t("class.end", lg), icon=":material/stop_circle:"):
         st.caption(t("class.end_help", lg))
         st.button(t("class.end_confirm", lg), key="class_end", type="primary", on_click=end_class, args=(code,))
@@ -77,10 +115,12 @@ def key_form(lg: str) -> None:
         st.error(t(f"class.key_{verdict}", lg), icon=":material/lock:")
 
 
-def open_room(lg: str) -> None:
+def open_room(view: View) -> None:
+    """Open a room on the sidebar's model and language (or continue one)."""
+    lg = view.lang
     st.markdown(t("class.open_help", lg))
     if st.button(t("class.open", lg), type="primary", key="class_open", icon=":material/meeting_room:"):
-        st.session_state[cr.LECTURER_ROOM] = cr.store().open_room().code
+        st.session_state[cr.LECTURER_ROOM] = cr.store().open_room(view.model_name, lg).code
         st.rerun()
     with st.expander(t("class.resume", lg)):
         code = st.text_input(t("class.resume_code", lg), key=K_RESUME, max_chars=64)
@@ -90,6 +130,29 @@ def open_room(lg: str) -> None:
                 st.session_state[cr.LECTURER_ROOM] = code
                 st.rerun()
             st.error(t("class.no_room", lg), icon=":material/search_off:")
+
+
+def room_model_line(view: View, code: str) -> None:
+    """The class's model; when the sidebar shows another, that the class stays on its own, and the move."""
+    lg = view.lang
+    model = cr.room_model(cr.live_room(code))
+    if model == view.model_name:
+        st.caption(t("class.on_model", lg, model=model))
+        return
+    st.info(t("class.model_differs", lg, room=model, sidebar=view.model_name) if model else
+            t("class.model_unset", lg), icon=":material/swap_horiz:")
+    st.button(t("class.move", lg, model=view.model_name), key="class_move", on_click=move_class,
+              args=(code, view.model_name), icon=":material/swap_horiz:")
+
+
+def move_class(code: str, model: str) -> None:
+    cr.store().set_room_model(code, model)
+
+
+def asks_sidebar_model(kind: str, view: View, code: str) -> bool:
+    """Whether a question of `kind` would be asked on the sidebar's model while the class runs on another."""
+    model = cr.room_model(cr.live_room(code))
+    return kind != "next_token" and model is not None and model != view.model_name
 
 
 def end_class(code: str) -> None:
@@ -106,18 +169,20 @@ def room_tab(view: View, code: str) -> None:
     lg = view.lang
     base = share.current_base()
     link = student_link(code)
-    if not base.reachable:
-        st.warning(t("share.localhost", lg, url=f"`{base.url}`"))
-    left, right = st.columns([3, 2], vertical_alignment="center")
+    left, right = st.columns([3, 2], vertical_alignment="top")  # the code's top right under the tabs, where _FIT_QR
+    # measures it (centred beside a taller column, it moved down as it shrank)
     with left.container(key="class_qr"):
         scale = max(share.SCALE, -(-share.QR_PX // share.make_qr(link).symbol_size(scale=1)[0]))
         st.image(share.qr_png(link, scale=scale), width=share.QR_PX, output_format="PNG")
+        st.html(_FIT_QR, unsafe_allow_javascript=True)
     with right:
         st.markdown(t("class.join", lg))
         st.html(f'<div class="class-code">{html.escape(code)}</div>')
         host, _, path = link.split("://", 1)[-1].partition("/")
         st.html(f'<div class="class-link">{html.escape(host)}<wbr>/{html.escape(path)}</div>')
         st.code(link, language=None, wrap_lines=True)
+        if not base.reachable:  # beside the code, not above it: the code starts right under the tabs
+            st.warning(t("share.localhost", lg, url=f"`{base.url}`"))
 
 
 # ---- questions and the projector -----------------------------------------------------------------------------------
@@ -128,7 +193,7 @@ def question_tab(view: View, code: str) -> None:
     step = st.number_input(t("class.step", lg), 1, 64, 3, key=K_STEP, width=200) if kind == "next_token" else 1
     st.caption(t(f"class.kind_help.{kind}", lg, where=head_name(view.layer, view.head, lg), layer=view.layer))
     if st.button(t("class.start", lg), type="primary", key="class_start", icon=":material/play_arrow:",
-                 disabled=not view.text.strip()):
+                 disabled=not view.text.strip() or asks_sidebar_model(kind, view, code)):
         cr.store().start_question(code, kind, cr.make_payload(kind, view, int(step)))
     projector(code, lg, view.lecture)
 
@@ -195,6 +260,12 @@ def moderation(code: str, lg: str) -> None:
     approved = store.sentences(code, "approved")
     st.markdown(t("class.moderation", lg, pending=len(pending), approved=len(approved),
                   hidden=len(store.sentences(code, "hidden"))))
+    with st.container(key="class_moderation"):  # its text sized by _CSS / _LECTURE_CSS
+        moderation_list(code, lg, pending, approved)
+
+
+def moderation_list(code: str, lg: str, pending: list, approved: list) -> None:
+    store = cr.store()
     if pending:
         st.button(t("class.approve_all", lg), key="class_approve_all", on_click=store.moderate_all,
                   args=(code, "approved"), kwargs={"only": "pending"}, icon=":material/done_all:")
@@ -214,12 +285,14 @@ def moderation(code: str, lg: str) -> None:
 
 # ---- the head ranking ---------------------------------------------------------------------------------------------
 def ranking_for(code: str, device: str, model: str | None = None):
-    """(model, its approved sentences, the ranking) for the approved sentences of `model` (default: the model most
-    of them were sent with), or (None, [], None) with none approved."""
+    """(model, its approved sentences, the ranking) for the approved sentences of `model` (default: the class's
+    model, else the model most of them were sent with), or (None, [], None) with none approved."""
     approved = cr.store().sentences(code, "approved")
     if not approved:
         return None, [], None
     models = collections.Counter(s.model for s in approved)
+    if model not in models:
+        model = cr.room_model(cr.live_room(code))
     model = model if model in models else models.most_common(1)[0][0]
     mine = [s for s in approved if s.model == model]
     return model, mine, runs.class_ranking(model, device, tuple((s.text, s.query, s.referent) for s in mine))
@@ -232,7 +305,9 @@ def heads_tab(view: View, code: str) -> None:
         st.info(t("class.no_sentences", lg), icon=":material/edit_note:")
         return
     models = sorted({s.model for s in approved})
-    chosen = st.selectbox(t("class.model", lg), models, key=K_MODEL) if len(models) > 1 else models[0]
+    room = cr.room_model(cr.live_room(code))
+    chosen = st.selectbox(t("class.model", lg), models, key=K_MODEL, index=models.index(room) if room in models
+                          else 0) if len(models) > 1 else models[0]
     model, mine, ranking = ranking_for(code, view.device, chosen)
     st.plotly_chart(vc.ranking_grid(ranking, lecture=view.lecture, lang=lg), key="class_ranking")
     if ranking.skipped:

@@ -4,10 +4,18 @@ quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
 
 - The room: a student's link is `/?room=CODE` (ui/state.py reads `room` into the session state and keeps it in the
   URL on every page); `student_room()` is the code once the store knows it.
+- The room's model (issue 34): a room carries the lecturer's model and language (classroom/store.py `Room`). A
+  student's session takes the room's model when it joins, and again whenever the lecturer moves the class to
+  another model (`follow_room`, first in every run; the live question notices a move within REFRESH_S and
+  reruns the page); it takes the room's language when it joins, unless the link names one. The sentences students
+  send are tokenized on the room's model (ui/class_student.py), and the class's heads are ranked on it
+  (ui/class_lecturer.py). The room's model is what counts: the lecturer's sidebar may show another model (the Class
+  page then says so and offers to move the class).
 - The lecturer key: `HEADLIGHT_LECTURER_KEY`, compared in constant time (classroom/lecturer.py, as the door's
-  class endpoints). A wrong key is rate-limited: per session, a wait that doubles after each wrong key (1 s, 2 s,
-  4 s ... 60 s), and per client address the Gate's limit (10 wrong keys a minute). The key itself is never kept in
-  the session: only the fact that this session gave it.
+  class endpoints). The right key always opens, whatever wrong keys came before from the same address (a hall
+  behind one campus address shares it); wrong keys are counted per client address in the class store (every
+  process's), and after the Gate's limit (10 a minute) a wrong key is told to wait. The key itself is never kept
+  in the session: only the fact that this session gave it.
 - A question's payload holds what every student needs to draw it (the sentence, the options, layer / head / step)
   and, for the reveal, the model's answer and the weight it gave each option. Students answer an option's index;
   the store counts one answer per student session (the last one).
@@ -15,6 +23,7 @@ quizzes (ui/quiz.py's three kinds) on the lecturer's sentence.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -23,21 +32,22 @@ import numpy as np
 import streamlit as st
 
 from classroom.lecturer import Gate, lecturer_key
-from classroom.store import ClassError, ClassStore, Question, normalize_code, shared_store
-from i18n import head_name, t
+from classroom.store import ClassError, ClassStore, Question, Room, normalize_code, shared_store
+from i18n import LANGS, head_name, t
 
 from . import runs
 from .quiz import next_options
-from .view import K_ROOM, SESSION_ID, View, md_escape
+from .state import available_models
+from .view import K_LANG, K_MODEL, K_ROOM, SESSION_ID, View, md_escape
 
 # SESSION_ID (ui/view.py): a random id per browser session, the store's "student"; kept in a student's URL (K_SID)
 LECTURER = "_hl_class_lecturer"  # True once this session gave the key
 LECTURER_ROOM = "_hl_class_lecturer_room"  # the room this lecturer runs
 JOINED = "_hl_class_joined"  # the room this session joined
-NEXT_TRY = "_hl_class_next_try"  # (time before which a key is refused, wrong keys so far)
+FOLLOWED = "_hl_class_followed"  # (room code, model) this session last took from its room
 MAX_SENTENCE = 200  # characters of a student's sentence
 KINDS = ("attend", "prev_head", "next_token")
-clock = time.monotonic  # the per-session wait's clock (a test stops it)
+clock = time.time  # the wrong-key limit's clock, seconds since the epoch (shared by processes; a test stops it)
 NEXT_MODEL, NEXT_TASK = "seq2seq-tiny", "copy"  # the decoder a "which token next" question runs
 
 
@@ -73,11 +83,54 @@ def student_room() -> str | None:
     return code
 
 
+def live_room(code: str | None) -> Room | None:
+    """The live room of a code (its model and language), or None (also when the store cannot be read: logged)."""
+    try:
+        return store().room(code) if code else None
+    except Exception:  # noqa: BLE001 - called before the page's error boundary; the banner says the class is gone
+        logging.getLogger("headlight").exception("the class store could not be read")
+        return None
+
+
+def room_model(room: Room | None) -> str | None:
+    """The room's model when this app has it (a room opened by the door's endpoint has none: None)."""
+    return room.model if room is not None and room.model in available_models() else None
+
+
+def follow_room() -> None:
+    """A student's session takes its room's model: when it joins, and when the lecturer moves the class to another
+    model; and the room's language when it joins, unless the link names one. First thing in a run (ui/shell.py),
+    before the page menu and the sidebar are drawn in the session's language; the link's room on a session's first
+    run (ui/state.py reads it into the session state later in that run). A session without a room reads nothing."""
+    ss = st.session_state
+    code = normalize_code(ss.get(K_ROOM) or st.query_params.get(K_ROOM))
+    if code is None:
+        return
+    room = live_room(code)
+    if room is None:
+        return
+    done = ss.get(FOLLOWED)
+    if done == (code, room.model):
+        return
+    if room_model(room):
+        ss[K_MODEL] = room.model
+    if (done is None or done[0] != code) and room.lang in LANGS and st.query_params.get(K_LANG) is None:
+        ss[K_LANG] = room.lang
+    ss[FOLLOWED] = (code, room.model)
+
+
+def moved(room: Room) -> bool:
+    """Whether the lecturer moved the class to another model since this session followed it (the page reruns)."""
+    done = st.session_state.get(FOLLOWED)
+    return done is not None and done[0] == room.code and done[1] != room.model
+
+
 # ---- the lecturer key ----------------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def _gate() -> Gate:
-    """This process's limit on wrong keys per client address (classroom/lecturer.py, as the door's endpoints)."""
-    return Gate()
+    """The key check; wrong keys counted per client address in the class store, with the door's and every other
+    process's (classroom/lecturer.py)."""
+    return Gate(failures=store, clock=lambda: clock())
 
 
 def client_address() -> str:
@@ -99,22 +152,13 @@ def is_lecturer() -> bool:
 
 
 def try_key(given: str) -> str:
-    """Check a key: "ok", "wrong", or "wait" (rate-limited: refused without being compared). Per session, a wrong
-    key makes the next one wait 1 s, then 2, 4 ... 60 s; per address, classroom.lecturer.Gate's limit."""
-    ss = st.session_state
-    now = clock()
-    until, fails = ss.get(NEXT_TRY, (0.0, 0))
-    if now < until:
-        return "wait"
+    """Check a key: "ok" (the right key, always), "wrong", or "wait" (a wrong key after too many from this address
+    within a minute)."""
     verdict = _gate().check(client_address(), given)
     if verdict == "ok":
-        ss[LECTURER] = True
-        ss.pop(NEXT_TRY, None)
+        st.session_state[LECTURER] = True
         return "ok"
-    if verdict == "limited":
-        return "wait"
-    ss[NEXT_TRY] = (now + min(60.0, 2.0 ** fails), fails + 1)
-    return "wrong"
+    return "wait" if verdict == "limited" else "wrong"
 
 
 def lecturer_room() -> str | None:

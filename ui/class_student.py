@@ -1,7 +1,11 @@
 """Class mode, the student's side (issue 29): with a link `/?room=CODE`, every page shows, above it, which class the
 student is in, the room's current question (one answer per browser session; choosing another replaces it), and a
-form to send a sentence with a query word and the word it refers to, both picked among the model's own tokens. Drawn
-by the shell (ui/shell.py) before the page; nothing else of the page changes."""
+form to send a sentence with a query word and the word it refers to, both picked among the tokens of the room's model
+(the lecturer's, issue 34: a Korean sentence on multilingual-e5-small is Hangul subwords; on a model that cannot read
+it, the notice and the one-click switch of ui/readable.py, which sends it on multilingual-e5-small instead). Drawn by
+the shell (ui/shell.py) before the page; nothing else of the page changes. When the class ends, or the lecturer moves
+it to another model, the live question (redrawn every REFRESH_S) reruns the whole page: an ended class leaves only
+its message."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from classroom.store import ClassError
 from i18n import t
 
 from . import class_room as cr
-from . import runs
+from . import readable, runs
 from .quiz import MAX_PILLS
 from .view import K_ROOM, View, md_escape
 
@@ -20,6 +24,13 @@ MAX_SENT = 20  # sentences one session may send to a room
 K_TEXT, K_QUERY, K_REF = "class_send_text", "class_send_query", "class_send_ref"
 SENT = "_hl_class_sent"  # sentences this session sent
 SENT_OK = "_hl_class_sent_ok"  # the last send's message, shown once
+# the sentence box: the character counter ("22/200", and "Press Enter to apply" while typing) that Streamlit draws over
+# the box's right end goes under the box, in room kept for it whether or not it shows (issue 34: on a 390 px phone the
+# text ran under it; a counter that took room only while typing moved the pills under a finger). Constant.
+_CSS = """<style>
+.st-key-class_send_text [data-testid="stTextInput"] {padding-bottom: 1.5rem}
+</style>"""
+SWITCHED = "_hl_class_send_e5"  # the room model on which this student switched the form to multilingual-e5-small
 
 
 def top(view: View) -> None:
@@ -32,21 +43,24 @@ def top(view: View) -> None:
     if code is None:
         st.warning(t("class.gone", lg), icon=":material/meeting_room:")
         return
+    base = cr.room_model(cr.live_room(code)) or view.model_name  # the class's model (a room without one: the sidebar's)
+    st.html(_CSS)
     with st.container(border=True, key="class_banner"):
         st.markdown(t("class.banner", lg, code=f"`{code}`"))
         live_question(code, lg, view.text, view.device)
         with st.expander(t("class.send", lg), icon=":material/edit_note:"):
-            sentence_form(code, view.model_name, view.device, lg)
+            sentence_form(code, base, view.device, lg)
 
 
 @st.fragment(run_every=REFRESH_S)
 def live_question(code: str, lg: str, text: str, device: str) -> None:
     """The room's current question (redrawn alone every REFRESH_S): on the lecturer's sentence, or, for the questions
-    that can be asked on any sentence, on the student's own (the sidebar's)."""
+    that can be asked on any sentence, on the student's own (the sidebar's). A class that ended, or moved to another
+    model, meanwhile reruns the whole page."""
     store = cr.store()
-    if store.room(code) is None:  # ended meanwhile
-        st.caption(t("class.gone", lg))
-        return
+    room = store.room(code)
+    if room is None or cr.moved(room):
+        st.rerun(scope="app")
     q = store.current_question(code)
     if q is None:
         st.caption(t("class.wait", lg))
@@ -135,8 +149,21 @@ def save(code: str, qid: int, key: str) -> None:
         pass
 
 
+def form_model(base: str) -> str:
+    """The model the sentence form reads with: the class's, or multilingual-e5-small once this student clicked the
+    switch on that class model (a switch made for another model is forgotten)."""
+    return readable.MULTILINGUAL if st.session_state.get(SWITCHED) == base else base
+
+
+def switch_form(base: str) -> None:
+    st.session_state[SWITCHED] = base
+    st.session_state[K_QUERY] = st.session_state[K_REF] = None  # other tokens: the picks start over
+
+
 @st.fragment
-def sentence_form(code: str, model: str, device: str, lg: str) -> None:
+def sentence_form(code: str, base: str, device: str, lg: str) -> None:
+    """The sentence, then its query word and referent among the tokens of `base` (the class's model), or of
+    multilingual-e5-small after the switch that the notice offers when `base` cannot read the sentence."""
     ss = st.session_state
     if ss.get(SENT_OK):
         st.success(ss.pop(SENT_OK), icon=":material/send:")
@@ -149,12 +176,17 @@ def sentence_form(code: str, model: str, device: str, lg: str) -> None:
     if problem:
         st.error(t(problem, lg, n=cr.MAX_SENTENCE), icon=":material/block:")
         return
+    model = form_model(base)
     tr = runs.get_trace(model, device, text)
+    readable.unreadable_notice(tr, model, lg, key="class_send_switch", on_click=switch_form, args=(base,))
     block = "decoder_self" if tr.is_decoder_only else "encoder"
     tokens = list(tr.axis_tokens(block)[1])
     special = tr.axis_special(block)[1]
     choices = [i for i in range(len(tokens)) if not special[i]]
-    fmt = dict(format_func=lambda i: md_escape(tokens[i]), width="stretch")
+    st.caption(t("class.send.model", lg, model=model))
+    # "8: the" as in the question's options: Streamlit's pills tell options apart by their labels, and a sentence's
+    # second "the" (or "는") labelled like its first made a click on one choose the other
+    fmt = dict(format_func=lambda i: md_escape(f"{i}: {tokens[i]}"), width="stretch")
     q = st.pills(t("class.send.query", lg), choices, key=K_QUERY, **fmt)
     r = st.pills(t("class.send.referent", lg), choices, key=K_REF, **fmt)
     full = ss.get(SENT, 0) >= MAX_SENT

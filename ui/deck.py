@@ -20,15 +20,11 @@ import dataclasses
 import hashlib
 import logging
 
-import numpy as np
 import streamlit as st
 
-from i18n import LANG_NAMES, LANGS, error_message, t
-from model import DEFAULT_MODEL, HeadlightError
-from model.examples import DEFAULT_TEXT
-from viz.handout import HandoutSlide, handout_pdf
+from i18n import LANG_NAMES, LANGS, t
 
-from . import runs, shortlinks
+from . import shortlinks
 from . import state as s
 from .deckfile import (
     MAX_BYTES,
@@ -45,6 +41,7 @@ from .deckfile import (
     page_name,
     to_json,
 )
+from .handout import handout_bytes
 from .pages import BY_NAME, page_file
 from .state import safe_callback
 from .tour import STEP as TOUR_STEP
@@ -471,50 +468,6 @@ def files(deck: Deck, lang: str) -> None:
 
 
 # ---- the handout ----------------------------------------------------------------------------------------------------
-def _int(raw, default: int = 0) -> int:
-    try:
-        return int(str(raw).strip())
-    except (TypeError, ValueError):
-        return default
-
-
-def handout_slide(slide: Slide, device: str, lang: str) -> HandoutSlide:
-    """A slide of the handout: its title and note, and the one-head attention map of its view (sentence, model,
-    layer, head, block), or the reason there is none, in `lang`."""
-    q = slide.query
-    model, text = q.get("model") or DEFAULT_MODEL, q.get("text", DEFAULT_TEXT)
-    layer, head = _int(q.get("layer")), _int(q.get("head"))
-    where = f"{model} · " + t("widgets.layer_head", lang, layer=layer, head=head)
-    out = dict(title=slide.title or t(BY_NAME[slide.page].title_key, lang), note=slide.note, where=where,
-               sentence=text)
-    if model not in s.available_models():
-        return HandoutSlide(**out, missing=t("deck.handout.no_model", lang, model=model))
-    if not text.strip():
-        return HandoutSlide(**out, missing=t("shell.empty_text", lang))
-    try:
-        trace = runs.get_trace(model, device, text)
-    except HeadlightError as exc:
-        return HandoutSlide(**out, missing=error_message(exc, lang))
-    block = q.get("block") if q.get("block") in trace.blocks else trace.blocks[0]
-    att = trace.attention(block)
-    if not (0 <= layer < att.shape[0] and 0 <= head < att.shape[1]):
-        return HandoutSlide(**out, missing=t("deck.handout.no_head", lang, layer=layer, head=head, model=model,
-                                              layers=att.shape[0], heads=att.shape[1]))
-    rows, cols = trace.axis_tokens(block)
-    if block != "encoder":
-        out["where"] += " · " + t(f"ex.block.{block}", lang)
-    return HandoutSlide(**out, weights=np.asarray(att[layer, head]), rows=list(rows), cols=list(cols))
-
-
-def handout_bytes(deck: Deck, device: str) -> bytes:
-    """The deck as one PDF, in the deck's language (viz/handout.py)."""
-    lang = deck.lang
-    slides = [handout_slide(slide, device, lang) for slide in deck.slides]
-    lines = [t("deck.handout.lines", lang, n=len(deck))]
-    return handout_pdf(deck.title or t("page.deck", lang), lines, slides, xlabel=t("ex.axis.key", lang),
-                       ylabel=t("ex.axis.query", lang), colorbar=t("ex.axis.attention_weight", lang))
-
-
 def handout(deck: Deck, device: str) -> None:
     """Make the handout (a button: it runs the slides' sentences), then download it."""
     ss, lang = st.session_state, session_lang()

@@ -14,6 +14,7 @@ import json
 import numpy as np
 import streamlit as st
 
+from analysis import explore
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
 from i18n import head_name, t
@@ -34,12 +35,15 @@ TABS = [t(k, "en") for k in TAB_KEYS]  # "One head", "All heads", "Token view", 
 K_MODE, K_HIDE, K_MERGE, K_COLOUR, K_HEADS, K_GRID, K_TOPK, K_TAB = (
     "ex_mode", "ex_hide_special", "ex_merge_words", "ex_grid_colour", "ex_heads", "ex_grid", "ex_topk", "ex_tab")
 K_QUIZ = "ex_quiz"
+K_SPELL = "ex_spell_bytes"  # byte pieces shown as the characters they spell (on by default; off: the raw pieces)
 JSON_MAX_TOKENS = 160  # the JSON trace grows as L*H*n^2 numbers in text; beyond this, offer NPZ only
 
 
-def options(view: View) -> tuple[str, bool, bool]:
-    """The explorer's option row; values persist across page switches."""
-    c1, c2, c3 = st.columns([2.2, 1.3, 1.3])
+def options(view: View) -> tuple[str, bool, bool, bool]:
+    """The explorer's option row (mode, hide specials, merge words, spell byte pieces); values persist across page
+    switches. The byte-piece switch appears where the text has pieces of characters (Hangul read as bytes)."""
+    spellable = view.trace is not None and explore.spellable(view.trace, view.block)
+    c1, c2, c3, *c4 = st.columns([2.2, 1.3, 1.3, 1.3] if spellable else [2.2, 1.3, 1.3])
     modes = list(MODES) if view.block != "cross" else ["head", "mean"]
     if st.session_state.get(K_MODE) not in modes:
         st.session_state[K_MODE] = "head"
@@ -50,9 +54,14 @@ def options(view: View) -> tuple[str, bool, bool]:
     sp = model_specials(view)  # the model's own special tokens: "[CLS]/[SEP]", "<s>/</s>"
     hide = c2.toggle(t("ex.hide", lg, specials=sp), key=K_HIDE, persist_state="session",
                      help=t("ex.hide_help", lg, specials=sp))
+    mergeable = view.trace is not None and explore.mergeable(view.trace, view.block)
     merge = c3.toggle(t("ex.merge", lg), key=K_MERGE, persist_state="session",
-                      disabled=view.block != "encoder", help=t("ex.merge_help", lg))
-    return mode, hide, merge and view.block == "encoder"
+                      disabled=not mergeable, help=t("ex.merge_help", lg))
+    spell = False
+    if spellable:
+        st.session_state.setdefault(K_SPELL, True)
+        spell = c4[0].toggle(t("ex.spell", lg), key=K_SPELL, persist_state="session", help=t("ex.spell_help", lg))
+    return mode, hide, merge and mergeable, spell
 
 
 def title(view: View, mode: str) -> str:
@@ -128,12 +137,14 @@ def one_head(view: View, d: Derived, mode: str, opts: tuple) -> None:
             st.info(t("ex.hidden_token", lg, token=view.token, specials=model_specials(view),
                       text=md_escape(view.trace.axis_tokens(view.block)[0][view.token])))
         elif not quiz.attend_question(view, view.layer, view.head, mat, d.rows, d.cols, lg, row=row,
-                                      tag=(view.block, *opts)):
+                                      tag=(view.block, *opts[:2]) + (("bytes",) if opts[2:] and opts[2] else ())):
             return
     name = title(view, mode)
-    blocked = None
-    if view.block == "decoder_self" and mat.shape[0] == mat.shape[1]:
-        blocked = np.triu(np.ones(mat.shape, dtype=bool), k=1)  # the look-ahead mask: future keys
+    allowed = d.allowed_at(view.layer) if mode != "rollout" else d.allowed_at(0)
+    blocked = None if allowed is None else ~allowed  # the mask the layer applied: look-ahead, a sliding window's band
+    window = view.trace.meta.get("sliding_window")
+    if mode != "rollout" and window and view.layer in view.trace.meta.get("local_layers", ()):
+        st.caption(t("ex.window_layer", lg, layer=view.layer, w=window, w1=window - 1))
     key, query = t("ex.axis.key", lg), t("ex.axis.query", lg)
     fig = heatmap(mat, d.rows, d.cols, title=esc(name, 120), lecture=view.lecture, masked=blocked, zmin=0.0,
                   hover=HEAD_HOVER, colorbar_title=t("ex.axis.weight", lg), xlabel=key, ylabel=query,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.masks import decoder_stages, example_masks, padded_stages
+from analysis.masks import decoder_stages, example_masks, layer_kind_masks, padded_stages
 from i18n import head_name, t
 from viz import masks as vm
 from viz.theme import column_width
@@ -45,8 +45,9 @@ def padding_section(view: View) -> None:
     second = b2.text_input(t("masks.second", lg), key="mask_second", persist_state="session")
     if view.model.kind == "decoder" and view.trace is not None:  # GPT-2: no padded batch; its own causal mask
         st.info(t("masks.decoder_only", lg, model=view.model_name))
-        steps = runs.attention_steps(view.model_name, view.device, view.text, "decoder_self", view.layer, view.head)
         toks = view.trace.source_tokens
+        window_masks(view, toks)
+        steps = runs.attention_steps(view.model_name, view.device, view.text, "decoder_self", view.layer, view.head)
         draw_stages(view, "mask-causal", steps, toks,
                     f"{view.model_name} · {layer_head(view.layer, view.head, lg)}", " ".join(toks))
     elif view.trace is None or not second.strip():
@@ -63,6 +64,27 @@ def padding_section(view: View) -> None:
         toks = run.tokens[row]
         draw_stages(view, "mask-pad", padded_stages(run, layer, head, row), toks,
                     f"{view.model_name} · {layer_head(layer, head, lg)}", " ".join(toks))
+
+
+def window_masks(view: View, tokens: list[str]) -> None:
+    """A model with sliding-window layers (Gemma 3): its two masks on the sentence side by side, the global layers'
+    look-ahead triangle and the local layers' band, and which layers are which."""
+    c = view.model.config
+    if not c.local_layers:
+        return
+    lg, masks = view.lang, layer_kind_masks(view.model, len(tokens))
+    st.markdown(t("masks.window", lg, model=view.model_name, w=c.sliding_window, n=len(c.local_layers),
+                  L=c.n_decoder_layers, layers=", ".join(map(str, c.local_layers)), layer=view.layer,
+                  kind=t("masks.kind.local" if c.is_local(view.layer) else "masks.kind.global", lg)))
+    if len(tokens) <= c.sliding_window:
+        st.caption(t("masks.window_long", lg, w=c.sliding_window, n=len(tokens)))
+    for col, kind in zip(st.columns(3)[:2], ("global", "local")):
+        title = t(f"masks.fig.{kind}", lg, w=c.sliding_window)
+        with col:
+            chart(vm.mask_heatmap(masks[kind], tokens, tokens, title=title, lecture=view.lecture, lang=lg,
+                                  width=column_width(3)), f"mask_kind_{kind}",
+                  Export(masks[kind].astype(int), tokens, tokens, title, view.text, f"mask-{kind}",
+                         heatmap=dict(vmin=0, vmax=1)))
 
 
 def look_ahead_section(view: View) -> None:

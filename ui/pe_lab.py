@@ -204,6 +204,10 @@ def rope_settings(view: View) -> tuple[float, int]:
         ss["_rope_sidebar"], ss["rope_theta"], ss["rope_k"] = view.model_name, theta0, k0
     key = "rope.source.model" if rotary else "rope.source.defaults"
     st.caption(t(key, lg, model=view.model_name, theta=theta0, k=k0))
+    local = local_base(view)
+    if local is not None:  # Gemma 3: its sliding-window layers turn with a base of their own
+        st.caption(t("rope.source.local", lg, model=view.model_name, theta=theta0, local=local,
+                     n=len(config.local_layers), L=config.n_decoder_layers, w=config.sliding_window))
     c1, c2, c3 = st.columns(3)
     theta = c1.number_input(t("rope.theta", lg), min_value=2.0, max_value=1e9, step=10000.0, format="%g",
                             key="rope_theta", help=t("rope.theta_help", lg), persist_state="session")
@@ -211,6 +215,16 @@ def rope_settings(view: View) -> tuple[float, int]:
                         help=t("rope.k_help", lg), persist_state="session")
     c3.slider(t("rope.distance", lg), 16, 2048, 256, step=16, key="rope_dist", persist_state="session")
     return float(theta), int(k) // 2 * 2 or 2
+
+
+def local_base(view: View) -> float | None:
+    """The RoPE base of the sidebar model's sliding-window layers where it differs from its global layers' (Gemma 3:
+    10,000 beside 1,000,000), else None."""
+    config = getattr(view.model, "config", None)
+    if config is None or store.positional_kind(view.model_name) != "rotary" or not config.local_layers:
+        return None
+    local = config.rope_theta_local
+    return None if local is None or local == config.rope_theta else float(local)
 
 
 def rope_section(view: View) -> None:
@@ -223,16 +237,24 @@ def rope_section(view: View) -> None:
 
     st.subheader(t("rope.freq_title", lg))
     rope, sinus = ap.rope_frequencies(theta, k), ap.sinusoidal_frequencies(k)
+    base = local_base(view)
+    local = None if base is None else (base, ap.rope_frequencies(base, k))  # both bases of one model, one figure
+    cols = ["rope_angle", "rope_wavelength", "sinusoidal_angle", "sinusoidal_wavelength"]
     table = np.stack([rope, ap.wavelengths(rope), sinus, ap.wavelengths(sinus)], 1)
-    chart(vp.rope_frequency_figure(rope, sinus, theta=theta, lecture=lecture, lang=lg), "rope_freq",
-          Export(table, [str(j) for j in range(len(rope))], ["rope_angle", "rope_wavelength", "sinusoidal_angle",
-                                                              "sinusoidal_wavelength"], filename="rope-frequencies",
+    if local is not None:
+        table, cols = np.hstack([table, np.stack([local[1], ap.wavelengths(local[1])], 1)]), [
+            *cols, "rope_local_angle", "rope_local_wavelength"]
+    chart(vp.rope_frequency_figure(rope, sinus, theta=theta, lecture=lecture, lang=lg, local=local), "rope_freq",
+          Export(table, [str(j) for j in range(len(rope))], cols, filename="rope-frequencies",
                  make_figure=lambda: vp.lines_figure(
                      np.arange(len(rope)), {t("rope.trace.rope", lg, theta=theta, k=k): rope,
+                                            **({t("rope.trace.local", lg, theta=base): local[1]} if local else {}),
                                             t("rope.trace.sinusoidal", lg, d=k): sinus},
                      title=t("rope.fig.freq", lg, theta=theta, k=k), xlabel=t("rope.axis.pair", lg),
                      ylabel=t("rope.axis.freq", lg), logy=True, lang=lg)))
     st.caption(t("rope.freq_caption", lg, slowest=float(ap.wavelengths(rope)[-1])))
+    if local is not None:
+        st.caption(t("rope.local_caption", lg, theta=theta, local=base, slowest=float(ap.wavelengths(local[1])[-1])))
 
     st.subheader(t("rope.rel_title", lg))
     st.latex(r"(R_{m}\,q)^{\top}(R_{n}\,k) = q^{\top} R_{m}^{\top} R_{n}\, k = q^{\top} R_{n-m}\, k")

@@ -117,9 +117,10 @@ def attend_question(view: View, layer: int, head: int, weights: np.ndarray, rows
     return True
 
 
-def prev_head_question(view: View, layer: int, lg: str) -> bool:
-    """(b) Which head of this layer puts the most weight on the previous token? (analysis.metrics' "prev")."""
-    prev = np.asarray(runs.block_metrics(view.model_name, view.device, view.text, "encoder")["prev"][layer])
+def prev_head_question(view: View, layer: int, lg: str, block: str = "encoder") -> bool:
+    """(b) Which head of this layer puts the most weight on the previous token? (analysis.metrics' "prev"), on the
+    model's `block` (a decoder-only model's: "decoder_self")."""
+    prev = np.asarray(runs.block_metrics(view.model_name, view.device, view.text, block)["prev"][layer])
     if not np.isfinite(prev).all():
         st.caption(t("quiz.prev.none", lg))
         return True

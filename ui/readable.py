@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from analysis.readability import Readability, readability
+from analysis.readability import Readability, from_unknown_words, readability
 from i18n import t
 from i18n.catalog import catalogue, code_span
 from model import get_spec
@@ -18,7 +18,7 @@ from model.registry import readers
 from model.trace import AttentionTrace
 
 from . import state as s
-from .view import md_escape
+from .view import md_escape, model_label
 
 MULTILINGUAL = "multilingual-e5-small"  # the multilingual encoder of the labs that need one (heads across languages)
 
@@ -82,22 +82,37 @@ def notice(r: Readability, model_name: str, lang: str, *, stopped: bool = False,
 def unreadable_notice(trace: AttentionTrace | None, model_name: str, lang: str, *, key: str = "_hl_switch_e5",
                       on_click: Callable | None = None, args: tuple = (), picker: str | None = None,
                       among: list[str] | None = None, r: Readability | None = None,
-                      stopped: bool = False, lead: str = "") -> bool:
+                      stopped: bool = False, lead: str = "", switch: bool = True) -> bool:
     """Draw the notice (and the switch) when some words of the text are unreadable for this model; True if drawn.
     The switch sets the model picker `picker` (the sidebar's by default) to the model the registry offers (among
     `among`, when given: a lab's or a page's own models); `on_click(*args)` replaces that callback. `r`: the
     readability when the page measured it itself (a translator's unknown words), else it comes from `trace`;
-    `stopped` and `lead`: see `notice`."""
+    `stopped` and `lead`: see `notice`; `switch=False`: the notice alone."""
     if r is None:
         if trace is None:
             return False
         r = readability(trace)
     if not r.n_unreadable:
         return False
-    target = switch_target(r, model_name, among)
+    target = switch_target(r, model_name, among) if switch else None
     notice(r, model_name, lang, stopped=stopped, lead=lead)
     if target is not None:
         click, click_args = (on_click, args) if on_click is not None else (set_model, (picker or s.K_MODEL, target))
         st.button(t("read.switch", lang, model=target), key=key, on_click=click, args=click_args, type="primary",
                   icon=":material/swap_horiz:")
     return True
+
+
+def translator_notice(model, unknown: list[str], lang: str, *, text: str = "", among: list[str] | None = None,
+                      picker: str | None = None, key: str = "s2s_switch", stop: bool = False) -> bool:
+    """A translator met words its vocabulary lacks (Korean, say): it reads English or Portuguese only; what its
+    vocabulary made of them and which models read them (the registry's). `text`: the whole text (its words are
+    counted); `among`: the models a switch may offer, set in the model picker `picker` (None: no switch); `stop`: the
+    caller shows nothing of a mostly unreadable text, and the notice says so. True when the text is mostly
+    unreadable."""
+    r = from_unknown_words(text or " ".join(unknown), unknown)
+    lead = t("read.translator", lang, model=model_label(model.name, lang),
+             source=t(f"s2s.lang.{model.source_lang}", lang))
+    unreadable_notice(None, model.name, lang, key=key, picker=picker, among=among, r=r, lead=lead,
+                      stopped=stop and r.mostly_unreadable, switch=among is not None)
+    return r.mostly_unreadable

@@ -61,14 +61,16 @@ def prefetch_trace(name: str, device: str, text: str) -> None:
 
 # ---- explorer -------------------------------------------------------------------------------------------------
 @memo
-def derived(name: str, device: str, text: str, block: str, mode: str, hide: bool, merge: bool) -> explore.Derived:
-    return explore.derive(get_trace(name, device, text), block, mode, hide, merge)
+def derived(name: str, device: str, text: str, block: str, mode: str, hide: bool, merge: bool,
+            spell: bool = False) -> explore.Derived:
+    return explore.derive(get_trace(name, device, text), block, mode, hide, merge, spell)
 
 
 @memo
-def thumbnails(name: str, device: str, text: str, block: str, mode: str, hide: bool, merge: bool):
+def thumbnails(name: str, device: str, text: str, block: str, mode: str, hide: bool, merge: bool,
+               spell: bool = False):
     """(mosaic image, t, u) of the all-heads grid for a derived view."""
-    return mosaic(derived(name, device, text, block, mode, hide, merge).att, size=THUMB)
+    return mosaic(derived(name, device, text, block, mode, hide, merge, spell).att, size=THUMB)
 
 
 @memo

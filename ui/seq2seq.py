@@ -6,7 +6,6 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.decoding import DecodingRun
-from analysis.readability import from_unknown_words
 from i18n import t
 from model import get_spec
 from model.data import TASKS
@@ -206,9 +205,5 @@ def translator_notice(view: View, model, unknown: list[str], lang: str) -> bool:
     so, names the models that read them (the registry's) and offers a switch of this page's model to one of them.
     `unknown`: its unknown words in the text. True when the text is mostly unreadable: then the page shows no
     translation of it, nor its decoding steps, which would be noise."""
-    r = from_unknown_words(view.text, unknown)
-    lead = t("read.translator", lang, model=model_label(model.name, lang),
-             source=t(f"s2s.lang.{model.source_lang}", lang))
-    readable.unreadable_notice(None, model.name, lang, key="s2s_switch", picker="s2s_model", among=page_models(view),
-                               r=r, stopped=r.mostly_unreadable, lead=lead)
-    return r.mostly_unreadable
+    return readable.translator_notice(model, unknown, lang, text=view.text, among=page_models(view),
+                                      picker="s2s_model", key="s2s_switch", stop=True)

@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import class_student, css, deck, readable, runs, share, store
+from . import class_room, class_student, css, deck, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -71,6 +71,7 @@ def current_view() -> View:
 
 def run() -> None:
     st.set_page_config(page_title="Headlight", page_icon=PAGE_ICON, layout="wide")
+    class_room.follow_room()  # a student's session takes its class's model (and, on joining, its language)
     lang = session_lang()
     page = st.navigation(session_pages(lang))
     deck.follow()  # a lesson deck's slide chosen by a callback: its page

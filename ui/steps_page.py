@@ -7,11 +7,13 @@ import streamlit as st
 from i18n import activation_name, t
 from viz import steps as vs_steps
 from viz import tour as vt
+from viz.model_notes import ffn_formula
 from viz.steps import SECTION_OF, stage_figure
 from viz.theme import column_width
 
 from . import runs
 from .labs import lazy_tabs
+from .layer_view import draw_figures, output_check
 from .view import View
 from .widgets import Export, chart, layer_head, table
 
@@ -56,6 +58,8 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
     names = vs_steps.step_tabs(view.block, last, pre_ln)
     if pre_ln:
         st.caption(t("steps.decoder_only", lang, norm="RMSNorm" if view.model.config.norm == "rmsnorm" else "LN"))
+    if view.model.config.post_norms:  # Gemma: four norms a layer
+        st.caption(t("steps.post_norms", lang))
     keys = [f"trpages.steps.tab.{n}_ssru" if n == "add_norm_dec" and ssru(view) else f"steps.tab.{n}" for n in names]
     return list(zip(names, lazy_tabs(keys, "steps_tab", lang)))
 
@@ -63,17 +67,6 @@ def step_tabs(view: View, lang: str) -> list[tuple[str, object]]:
 def ssru(view: View) -> bool:
     """Whether the model's decoder has an SSRU where masked self-attention would be (a Bergamot translator)."""
     return view.model.config.is_encoder_decoder and view.model.config.decoder_mixer == "ssru"
-
-
-def draw_figures(view: View, figs: dict, prefix: str, tokens: list[str], layer: int) -> None:
-    """Figures of viz.tour's Add & Norm / Feed Forward builders; the matrices with their exports."""
-    for name, (fig, m) in figs.items():
-        if m is None:
-            st.plotly_chart(fig, key=f"{prefix}_{name}")
-            continue
-        rows = tokens if name not in ("W_1", "W_2", "W_gate") else [str(i) for i in range(m.shape[0])]
-        chart(fig, f"{prefix}_{name}", Export(m, rows, [str(j) for j in range(m.shape[1])], fig.layout.title.text,
-                                              view.text, f"{view.model_name}-L{layer}-{prefix}-{name}"))
 
 
 def layer_section(view: View, name: str, lang: str) -> None:
@@ -89,20 +82,27 @@ def layer_section(view: View, name: str, lang: str) -> None:
     n, d = sub["x"].shape
     lg, lecture, prefix = lang, view.lecture, f"steps_{name}"
     mixer = name == "add_norm_dec" and ssru(view)  # the SSRU's output, not a self-attention's, is added
-    st.caption(t("trpages.steps.add_norm_dec_ssru.note" if mixer else f"steps.{name}.note", lg, layer=view.layer))
+    rms = view.model.config.norm == "rmsnorm"
+    norm = "RMSNorm" if rms else "LN"  # the pre-LN stack's two norms: LN_1 / LN_2, or RMSNorm_1 / RMSNorm_2
+    st.caption(t("trpages.steps.add_norm_dec_ssru.note" if mixer else f"steps.{name}.note", lg, layer=view.layer,
+                 norm=norm))
     if name in ("add_norm", "add_norm_dec"):
         st.latex(FORMULA_ADD_NORM.replace("Sublayer", "SSRU" if mixer else "MultiHead"))
         figs = vt.add_norm_figures(sub, "norm1", tokens, sum_title=t("tour.add_norm.sum_fig", lg, n=n, d=d),
                                    lang=lg, lecture=lecture)
     elif name == "add_norm_pre":  # pre-LN: the residual sum after attention, then LN_2 (the FFN's input)
-        st.latex(FORMULA_PRE_RMS if view.model.config.norm == "rmsnorm" else FORMULA_PRE_LN)
-        figs = vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d), lang=lg,
-                                   lecture=lecture)
+        st.latex(pre_ln_formula(view.model.config))
+        figs = post_norm_figures(sub, "post_norm1", tokens, t("steps.post_norm1_fig", lg, n=n, d=d), lg, lecture)
+        figs.update(vt.add_norm_figures(sub, "norm2", tokens, sum_title=t("steps.pre_sum_fig", lg, n=n, d=d, norm=norm),
+                                        lang=lg, lecture=lecture))
     elif name == "output_pre":  # pre-LN: the layer output is the second residual sum, with no norm after it
-        st.latex(r"x_{\ell+1} = s + \operatorname{FFN}(\operatorname{LN_2}(s))")
+        post = "post_norm2" in sub  # Gemma: the FFN's output normalised before the residual adds it
+        st.latex(r"x_{\ell+1} = s + " + (rf"\operatorname{{{norm}'_2}}(\operatorname{{FFN}}(\operatorname{{{norm}_2}}(s)))"
+                                         if post else rf"\operatorname{{FFN}}(\operatorname{{{norm}_2}}(s))"))
         out = sub["output"]
-        figs = {"out": (vt.token_matrix(out, tokens, t("tour.ffn.out_fig", lg, layer=view.layer), lang=lg,
-                                        lecture=lecture), out)}
+        figs = post_norm_figures(sub, "post_norm2", tokens, t("steps.post_norm2_fig", lg, n=n, d=d), lg, lecture)
+        figs["out"] = (vt.token_matrix(out, tokens, vt.out_title(view.layer, lg, norm), lang=lg, lecture=lecture),
+                       out)
     elif name == "cross_norm":
         head = min(view.head, view.n_heads - 1)
         steps = runs.attention_steps(view.model_name, view.device, view.text, "cross", view.layer, head)
@@ -115,12 +115,10 @@ def layer_section(view: View, name: str, lang: str) -> None:
                                         lang=lg, lecture=lecture))
     elif name in ("ffn", "ffn_dec"):
         act = activation_name(view.model.activation)  # ReLU, GELU, SiLU/Swish
-        if "W_gate" in sub:  # gated (SwiGLU)
-            st.latex(FORMULA_GLU)
-            st.markdown(t("steps.ffn.glu_shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
-        else:
-            st.latex(r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2")
-            st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
+        gated = "W_gate" in sub  # gated (SwiGLU); "+ b" only where the model has the bias (sublayer_steps)
+        st.latex(ffn_formula(view.model.activation, gated=gated, b1=bool(sub["bias_1"]), b2=bool(sub["bias_2"]),
+                             generic=True))
+        st.markdown(t("steps.ffn.glu_shapes" if gated else "tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
         figs = vt.ffn_figures(sub, tokens, layer=view.layer, act=act, lang=lg, weights=True, lecture=lecture)
         figs.pop("out")
     else:
@@ -131,13 +129,6 @@ def layer_section(view: View, name: str, lang: str) -> None:
     draw_figures(view, figs, prefix, tokens, view.layer)
     if name in ("output", "output_dec", "output_pre"):
         output_check(sub, view.trace.decoder_hidden_states if dec else view.trace.encoder_hidden_states, view.layer, lg)
-
-
-def output_check(sub: dict, hidden, layer: int, lang: str) -> None:
-    """The layer output recomputed from its sublayers against the model's own hidden state (≤ 1e-5: a success)."""
-    diff = vt.layer_output_check(sub, hidden, layer)
-    if diff is not None:
-        (st.success if diff < 1e-5 else st.warning)(t("tour.ffn.check", lang, diff=diff, layer=layer))
 
 
 def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
@@ -157,11 +148,29 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
                              ylabel=stage.ylabel)))
 
 
+def post_norm_figures(sub: dict, norm: str, tokens: list[str], title: str, lang: str, lecture: bool) -> dict:
+    """A post-norm's figures (Gemma: the sublayer's output, its mean squares, 1 + γ, what the residual adds), keyed
+    apart from the next norm's; {} for a model without post-norms."""
+    if norm not in sub:
+        return {}
+    figs = vt.add_norm_figures(sub, norm, tokens, sum_title=title, lang=lang, lecture=lecture)
+    return {f"{norm}_{k}": v for k, v in figs.items()}
+
+
+def pre_ln_formula(config) -> str:
+    """The first residual sum of a pre-LN layer and the norm before its FFN, as this model computes them: LayerNorm
+    or RMSNorm, Gemma's post-norm on the attention's output and its (1 + γ) scale."""
+    if config.norm != "rmsnorm":
+        return FORMULA_PRE_LN
+    gamma = r"(1 + \gamma)" if config.norm_offset else r"\gamma"
+    sub = r"\operatorname{MultiHead}(\operatorname{RMSNorm_1}(x))"
+    added = rf"\operatorname{{RMSNorm'_1}}({sub})" if config.post_norms else sub
+    return (rf"s = x + {added}, \quad \operatorname{{RMSNorm_2}}(s) = {gamma} \odot "
+            r"\frac{s}{\sqrt{\operatorname{mean}(s^2) + \epsilon}}")
+
+
 FORMULA_PRE_LN = (r"s = x + \operatorname{MultiHead}(\operatorname{LN_1}(x)), \quad \operatorname{LN_2}(s) = "
                   r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
-FORMULA_PRE_RMS = (r"s = x + \operatorname{MultiHead}(\operatorname{RMSNorm_1}(x)), \quad \operatorname{RMSNorm_2}(s) = "
-                   r"\gamma \odot \frac{s}{\sqrt{\operatorname{mean}(s^2) + \epsilon}}")
-FORMULA_GLU = (r"\operatorname{FFN}(x) = \big(\operatorname{act}(x W_{gate}) \odot (x W_1 + b_1)\big)\, W_2 + b_2")
 FORMULA_ADD_NORM = (r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
                     r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
 
@@ -173,7 +182,8 @@ def vocab_section(view: View, lang: str) -> None:
     rows = view.trace.axis_tokens("decoder_self")[0]
     d, v = out["W"]
     st.caption(t("steps.vocab.note", lang))
-    st.latex(r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)")
+    b = " + b" if view.model.config.output_bias else ""  # the model's own: BART has final_logits_bias, Marian none
+    st.latex(r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab}" + b + ")")
     st.markdown(t("steps.vocab.shapes", lang, d=d, v=v))
     i = min(view.token, len(rows) - 1)
     probs, toks = out["top_probs"][i], out["top_tokens"][i]

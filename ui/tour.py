@@ -5,14 +5,17 @@ model's own numbers (Streamlit; the page app_pages/tour.py only calls `render`).
     -> Concat and W_O -> Add & Norm -> Feed Forward -> decoder masked self-attention -> cross-attention
     -> output probabilities -> what changed since 2017
 
-Steps 1-11 use the sidebar's model (its encoder); steps 12-14 use seq2seq-tiny and say so, or the sidebar's model
-when it is a translator (Bergamot: its SSRU's forget gate stands where masked self-attention would); step 15 puts the sidebar's
-model's design choices beside the paper's (viz.since: from its config and tokenizer, no text needed). Every number comes from
-ui.runs (analysis.stages.attention_steps / sublayer_steps, analysis.decoding, the embedding parts); every figure
-from the existing builders (viz.steps, viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones
-(viz.tour). The step is in the URL (`?step=6`, counted from 1): read once per session on the tour's first run,
-validated (a bad value falls back to step 1 with a notice), and written back on every run. The language is the
-sidebar's `lang` (or the URL's `lang=ko`), English by default.
+Steps 1-11 use the sidebar's model (its encoder, or a decoder-only model's one causal stack); steps 12-14 are
+ui/tour_decoder.py's (the sidebar model's own decoder where it has one, else seq2seq-tiny, and each says which); step
+15 puts the sidebar's model's design choices beside the paper's (viz.since: from its config and tokenizer, no text
+needed). Every caption and formula comes from the model's config (viz.model_notes) or from the numbers of its own
+forward (analysis.stages says which biases it has); every number from ui.runs (analysis.stages.attention_steps /
+sublayer_steps, analysis.decoding, the embedding parts); every figure from the existing builders (viz.steps,
+viz.positional, viz.seq2seq, viz.heatmap) plus the tour's small ones (viz.tour), whose tables say which stages a step
+draws (STEP_STAGES, and on a rotary model step 3's q and k before and after RoPE: step_stages). The step is in the
+URL (`?step=6`, counted from 1): read once per session on the tour's first run, validated (a bad value falls back to
+step 1 with a notice), and written back on every run. The language is the sidebar's `lang` (or the URL's
+`lang=ko`), English by default.
 """
 
 from __future__ import annotations
@@ -24,50 +27,33 @@ import pandas as pd
 import streamlit as st
 
 from i18n import t
-from model.data import TASKS
 from model.trace import AttentionTrace
-from viz import alignment as va
-from viz import seq2seq as vs
 from viz import tour as vt
 from viz.heatmap import heatmap
-from viz.model_notes import ModelFacts, step_formula, step_notes
+from viz.model_notes import ModelFacts, step_notes, tour_formula
 from viz.positional import embedding_triptych
-from viz.since import since_formula, since_rows, since_summary, since_table
+from viz.since import since_formulas, since_rows, since_summary, since_table
 from viz.steps import AXIS_KEYS, build_stages, stage_figure
-from viz.theme import esc
 
-from . import quiz, runs, store
-from .seq2seq import is_translator, translator_notice
-from .steps_page import draw_figures, output_check
-from .view import View, md_escape, show_value
+from . import quiz, runs
+from . import tour_decoder as dec
+from .layer_view import draw_figures, output_check
+from .view import View, show_value
 from .widgets import ARROWS_TAKEN, Export, chart, model_facts, session_lang, table
 
-STEPS = ("tokens", "embedding", "positional", "qkv", "scores", "mask", "softmax", "attend", "concat", "add_norm",
-         "ffn", "decoder_self", "cross", "output", "since")
+STEPS = vt.STEPS
 N_STEPS = len(STEPS)
-DECODER_STEPS = {"decoder_self", "cross", "output"}
-DECODER_MODEL = "seq2seq-tiny"
+DECODER_STEPS = set(vt.DECODER_STEPS)
 URL_KEY = "step"  # ?step=6, counted from 1
 STEP, JUMP, URL_DONE, NOTICE = "_tour_step", "tour_jump", "_tour_url_done", "_tour_notice"
-FORMULAS = {
-    "tokens": r"\text{%(text)s} \;\longrightarrow\; (t_0, t_1, \dots, t_{n-1})",  # the text's name: the catalogue's
-    "embedding": r"X = E[t] \in \mathbb{R}^{n \times d_{model}}",
-    "positional": r"PE_{(pos, 2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\;"
-                  r"PE_{(pos, 2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\; X' = X + PE",
-    "qkv": r"Q = X W^{Q},\quad K = X W^{K},\quad V = X W^{V}",
-    "scores": r"S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} = \frac{1}{\sqrt{d_k}} \sum_{r=1}^{d_k} q_{ir}\, k_{jr}",
-    "mask": r"S' = \frac{Q K^{\top}}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}",
-    "softmax": r"A_{ij} = \frac{\exp S'_{ij}}{\sum_{j'} \exp S'_{ij'}}",
-    "attend": r"Z = A\,V",
-    "concat": r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}",
-    "add_norm": r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x)) = "
-                r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta",
-    "ffn": r"\operatorname{FFN}(x) = \operatorname{act}(x W_1 + b_1)\, W_2 + b_2",
-    "decoder_self": r"\operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M_{\text{look-ahead}}\right) V",
-    "cross": r"\operatorname{softmax}\!\left(\frac{Q_{dec} (M W^{K})^{\top}}{\sqrt{d_k}}\right) M W^{V}",
-    "output": r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab} + b)",
-    "since": since_formula(ModelFacts(name="paper")),  # the paper's norm and positions (ModelFacts' defaults)
-}
+# on a phone (narrower than 640 px) a long formula breaks into lines at its top-level "=", "+" and arrows (KaTeX
+# splits every formula there; display mode only keeps it on one line with nowrap) and is drawn a little smaller
+# (KaTeX's display size is 1.21em); what still cannot break scrolls inside its own box (a constant: no user text)
+CSS = """<style>
+[data-testid="stMain"] .katex-display { overflow-x: auto; overflow-y: hidden; padding-bottom: 0.3rem; }
+@media (max-width: 640px) {
+  [data-testid="stMain"] .katex-display > .katex { font-size: 1em; white-space: normal; } }
+</style>"""
 
 
 def lang() -> str:
@@ -134,30 +120,45 @@ def render(view: View) -> None:
     if st.session_state.get(NOTICE):
         st.warning(st.session_state[NOTICE], icon=":material/warning:")
     navigation(step, lg, "top")
+    st.html(CSS)
     st.subheader(t("tour.step_title", lg, i=step, n=N_STEPS, title=t(f"tour.{key}.title", lg)))
     quiz_on = st.toggle(t("quiz.toggle", lg), key="quiz_on", help=t("quiz.toggle_help", lg))
     quiz.score_line(lg)
-    st.markdown(t(f"tour.{key}.body", lg))
-    facts = None if key in DECODER_STEPS else model_facts(view.model)
-    tr = view.trace if view.trace is not None and view.text.strip() else None
-    notes = step_notes(key, facts, lg, tokens=tr.source_tokens if tr else None,
-                       special=tr.source_special if tr else None) if facts else []
-    if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
-        st.info(" ".join(notes), icon=":material/memory:")
-    formula = since_formula(facts) if key == "since" else (step_formula(key, facts) if facts else None)
-    if key == "decoder_self" and ssru_decoder(view):  # no look-ahead softmax to write: the SSRU's recurrence
-        formula = SSRU_FORMULA
-    st.latex(formula or FORMULAS[key] % {"text": t("tour.tokens.formula_text", lg)})
-    if key in DECODER_STEPS:
-        _decoder_step(view, key, lg, quiz_on)
-    elif key == "since":
-        _since_step(facts, lg)
-    elif view.trace is None or not view.text.strip():
-        st.info(t("tour.need_text", lg), icon=":material/edit:")
+    if key in DECODER_STEPS:  # the model whose decoder the step shows: its kind and abilities say which
+        st.markdown(t(dec.body_key(view, key), lg))
+        st.latex(dec.formula(view, key, lg))
+        dec.render(view, key, lg, quiz_on)
     else:
-        _encoder_step(view, key, lg, quiz_on)
+        facts = model_facts(view.model)
+        st.markdown(t(body_key(key, facts), lg, norm=t(f"notes.norm.{facts.norm}", lg)))
+        tr = view.trace if view.trace is not None and view.text.strip() else None
+        notes = step_notes(key, facts, lg, tokens=tr.source_tokens if tr else None,
+                           special=tr.source_special if tr else None)
+        if notes:  # what this model does at this step, from its config and tokenizer (viz.model_notes)
+            st.info(" ".join(notes), icon=":material/memory:")
+        for formula in since_formulas(facts) if key == "since" else [tour_formula(key, facts, lg)]:
+            st.latex(formula)
+        if key == "since":
+            _since_step(facts, lg)
+        elif tr is None:
+            st.info(t("tour.need_text", lg), icon=":material/edit:")
+        else:
+            _encoder_step(view, key, lg, quiz_on)
     st.divider()
     navigation(step, lg, "bottom")
+
+
+def body_key(key: str, facts: ModelFacts) -> str:
+    """The catalogue key of a step's explanation: the Add & Norm and Feed Forward steps follow the model's norm
+    placement and kind (post-LN LayerNorm as in the paper; post-LN RMSNorm; pre-LN, whose layer output is a plain
+    residual sum), the rest are the lecture's."""
+    if key == "add_norm":
+        if facts.norm_placement == "pre":
+            return "tour.add_norm.body_pre"
+        return "tour.add_norm.body" if facts.norm == "layernorm" else "tour.add_norm.body_post_rms"
+    if key == "ffn" and facts.norm_placement == "pre":
+        return "tour.ffn.body_pre"
+    return f"tour.{key}.body"
 
 
 # ---- encoder steps (the sidebar's model) ----------------------------------------------------------------------------
@@ -212,6 +213,8 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
         chart(fig, "tour_embedding", Export(x, list(tokens), None, t("tour.embedding.title", lg), view.text,
                                             f"{view.model_name}-embedding"))
         return
+    if view.model.config.positional == "rotary":  # RoPE adds nothing to X: what it does instead, q and k turned
+        return _rope(ctx)
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
     fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg),
                               lang=lg)
@@ -240,16 +243,6 @@ def localise(stage, lg: str, head: int, rotary: bool = False):
     return dataclasses.replace(stage, title=t(f"stage.{stage.key}", lg, head=head))
 
 
-def _retitle(fig, lg: str, title: str, x: str | None = None, y: str | None = None):
-    """A viz.seq2seq figure titled (and its axes) as the tour names it, in `lg`."""
-    fig.update_layout(title={"text": title})
-    if x is not None:
-        fig.update_xaxes(title_text=x)
-    if y is not None:
-        fig.update_yaxes(title_text=y)
-    return fig
-
-
 def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     view, lg = ctx.view, ctx.lg
     if key in ("add_norm", "ffn"):
@@ -259,17 +252,12 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
     rotary = "Q_proj" in steps  # rotary positions (llama family): q and k before and after the RoPE turn
     by_key = {s.key: localise(s, lg, ctx.head, rotary)
               for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
-    show = {"qkv": ("Q", "K", "V"), "scores": ("scaled",), "mask": ("mask",), "softmax": ("weights",),
-            "attend": ("Z",), "concat": ("Z_all", "output")}[key]
+    show = vt.step_stages(key, positional=view.model.config.positional, kind=view.model.config.kind)
     if key == "softmax" and quiz_on:
         if not quiz.attend_question(view, ctx.layer, ctx.head, steps["weights"], rows, cols, lg):
             return
     if key == "concat" and quiz_on:
-        quiz.prev_head_question(view, ctx.layer, lg)
-    if key == "qkv" and rotary:
-        st.markdown(t("tour.qkv.rope_before", lg))
-        _stage_row(ctx, by_key, ("Q_proj", "K_proj"), key)
-        st.markdown(t("tour.qkv.rope_after", lg, **vt.rope_check(steps)))
+        quiz.prev_head_question(view, ctx.layer, lg, ctx.block)
     _stage_row(ctx, by_key, show, key)
     if key == "scores":
         _neuron_view(ctx, steps, rows, cols)
@@ -278,13 +266,46 @@ def _attention(ctx: _Ctx, key: str, quiz_on: bool) -> None:
 
 
 def _stage_row(ctx: _Ctx, by_key: dict, names: tuple[str, ...], key: str) -> None:
-    """Stages side by side, each with its title, shape, caption and chart."""
+    """Stages side by side, each chart (titled with its stage and shape) above its caption: the charts of a row
+    start at one height whatever their captions' lengths (on a phone each caption stays under its own chart)."""
     cols_ui = st.columns(len(names)) if len(names) > 1 else [st.container()]
+    captions = [by_key[name].caption for name in names]
+    once = len(set(captions)) == 1  # one caption for the row (Q, K and V of a model with biases say the same)
     for col, name in zip(cols_ui, names):
         with col:
-            stage = by_key[name]
-            st.caption(f"**{stage.title}** · `{stage.shape}`" + f" — {stage.caption}")
-            _stage_chart(ctx, stage, key)
+            _stage_chart(ctx, by_key[name], key)
+            if not once:
+                st.caption(by_key[name].caption)
+    if once:
+        st.caption(captions[0])
+
+
+def _rope(ctx: _Ctx) -> None:
+    """Step 3 on a rotary model (SmolLM2): RoPE adds no vector to X; it turns each head's q and k by their positions.
+    The sidebar's layer and head: q and k as the projections make them, then turned (the stages of
+    viz.tour.step_stages), the largest change and the lengths kept, and one pair of dimensions of k turning."""
+    view, lg = ctx.view, ctx.lg
+    steps = runs.attention_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer, ctx.head)
+    rows, cols = ctx.trace.axis_tokens(ctx.block)
+    by_key = {s.key: localise(s, lg, ctx.head, True)
+              for s in build_stages(steps, rows, cols, head=ctx.head, n_heads=view.n_heads, block=ctx.block, lang=lg)}
+    names = vt.step_stages("positional", positional="rotary", kind=view.model.config.kind)
+    st.markdown(t("tour.qkv.rope_before", lg))
+    _stage_row(ctx, by_key, names[:2], "positional")
+    st.markdown(t("tour.qkv.rope_after", lg, **vt.rope_check(steps)))
+    _stage_row(ctx, by_key, names[2:], "positional")
+    before, after = steps["K_proj"], steps["K"]
+    half, n = before.shape[1] // 2, min(len(cols), ROPE_TOKENS)
+    fig = vt.rope_pair_figure(before[:n], after[:n], list(cols[:n]), pair=0, lecture=view.lecture,
+                              title=t("tour.rope.pair_fig", lg, a=0, b=half),
+                              names=(t("tour.rope.before", lg), t("tour.rope.after", lg)),
+                              axes=(t("tour.rope.dim", lg, j=0), t("tour.rope.dim", lg, j=half)))
+    st.plotly_chart(fig, key="tour_rope_pair")
+    theta = float(steps["rope_theta"])
+    st.caption(t("tour.rope.pair_caption", lg, n=n, half=half, slow=theta ** (-(half - 1) / half)))
+
+
+ROPE_TOKENS = 12  # tokens drawn in the pair figure (more would hide each other's labels)
 
 
 def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> None:
@@ -298,28 +319,34 @@ def _neuron_view(ctx: _Ctx, steps: dict, rows: list[str], cols: list[str]) -> No
     j = c2.selectbox(t("tour.neuron.key", lg), range(len(cols)), key="tour_nv_k",
                      format_func=lambda r: f"{r}: {cols[r]}")
     q, k = steps["Q"][i], steps["K"][j]
-    total, score, d_k = float(np.dot(q, k)), float(steps["scores"][i, j]), q.shape[0]
+    total, score, root = float(np.dot(q, k)), float(steps["scores"][i, j]), float(steps["scalar"])  # d_k or Gemma's
     names = (t("tour.neuron.q", lg), t("tour.neuron.k", lg), t("tour.neuron.prod", lg))
-    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture, lang=lg,
-                                   title=t("tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(d_k), dk=d_k)),
+    st.plotly_chart(vt.neuron_view(q, k, names=names, lecture=view.lecture, lang=lg, title=t(
+        "tour.neuron.fig", lg, sum=total, scaled=total / np.sqrt(root), dk=f"{root:g}")),
                     key="tour_neuron")
     st.caption(t("tour.neuron.check", lg, sum=total, score=score, scaled=float(steps["scaled"][i, j]),
                  diff=abs(total - score)))
 
 
 def _sublayers(ctx: _Ctx, key: str) -> None:
+    """Steps 10 and 11: the Add & Norm after attention and the Feed Forward with the layer output, titled as the
+    model's norm placement and kind make them (pre-LN: the residual sum, then norm_2, and a layer output with no
+    norm after it; RMSNorm_1 / RMSNorm_2 or LN_1 / LN_2)."""
     view, lg, tokens = ctx.view, ctx.lg, ctx.tokens
-    pre_ln = view.model.config.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2): said by the step's notes
+    cfg = view.model.config
+    pre_ln = cfg.norm_placement == "pre"  # x + Sublayer(Norm(x)) (GPT-2, SmolLM2): said by the step's notes
+    norm = "RMSNorm" if cfg.norm == "rmsnorm" else "LN"
     sub = sublayer_steps(view.model_name, view.device, view.text, ctx.block, ctx.layer)
     d = sub["x"].shape[1]
     if key == "add_norm":
-        norm, title = ("norm2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
-        figs = vt.add_norm_figures(sub, norm, tokens, sum_title=t(title, lg, n=len(tokens), d=d), lang=lg,
+        name, title = ("norm2", "steps.pre_sum_fig") if pre_ln else ("norm1", "tour.add_norm.sum_fig")
+        figs = vt.add_norm_figures(sub, name, tokens, sum_title=t(title, lg, n=len(tokens), d=d, norm=norm), lang=lg,
                                    lecture=view.lecture)
     else:
         act = model_facts(view.model).act_name
         st.markdown(t("tour.ffn.shapes", lg, d=d, f=sub["W_1"].shape[1], act=act))
-        figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture)
+        figs = vt.ffn_figures(sub, tokens, layer=ctx.layer, act=act, lang=lg, lecture=view.lecture,
+                              norm=norm if pre_ln else None)
     draw_figures(view, figs, f"tour_{key}", tokens, ctx.layer)  # as Step by step draws them
     if key == "ffn":
         hidden = ctx.trace.encoder_hidden_states if ctx.block == "encoder" else ctx.trace.decoder_hidden_states
@@ -341,112 +368,34 @@ def _since_step(facts: ModelFacts, lg: str) -> None:
     table = pd.DataFrame(since_table(rows, facts, lg))
     table = table.set_index(table.columns[0])  # the choice names head the rows
     paper = table.columns[0]
-    st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
+    st.html(card_css(list(table.columns)))  # on a phone: one card per choice, each cell under its column's name
+    with st.container(key=SINCE_KEY):
+        st.table(table.style.apply(lambda col: ["" if col.name == paper or r.same else CHANGED_CSS for r in rows]))
 
 
-# ---- decoder steps (seq2seq-tiny, or the sidebar's translator) ---------------------------------------------------
-SSRU_FORMULA = (r"f_t = \sigma(W_f x_t + b_f),\quad c_t = f_t \odot c_{t-1} + (1 - f_t) \odot W x_t,\quad "
-                r"h_t = \operatorname{ReLU}(c_t)")
+SINCE_KEY = "tour_since"  # the table's container (its CSS class: st-key-tour_since)
 
 
-def decoder_model(view: View) -> str:
-    """The model of the decoder steps: the sidebar's model when it is a translator (Bergamot), else seq2seq-tiny."""
-    return view.model_name if is_translator(view.model_name) else DECODER_MODEL
+def css_string(text: str) -> str:
+    """`text` as a CSS string literal: every character but letters, digits and spaces as a hex escape (a model's
+    name from a local folder may hold quotes or backslashes)."""
+    return '"' + "".join(c if c.isalnum() or c == " " else f"\\{ord(c):x} " for c in text) + '"'
 
 
-def ssru_decoder(view: View) -> bool:
-    """Whether the decoder steps run a decoder with an SSRU in place of masked self-attention (a translator)."""
-    return decoder_model(view) != DECODER_MODEL and view.model.config.decoder_mixer == "ssru"
-
-
-def _decoder_note(view: View, name: str, lg: str) -> None:
-    if name == DECODER_MODEL:
-        st.info(t("tour.decoder_note", lg, model=DECODER_MODEL), icon=":material/sync_alt:")
-        return
-    m = view.model
-    st.info(t("trpages.tour.translator_note", lg, model=name, source=t(f"s2s.lang.{m.source_lang}", lg),
-              target=t(f"s2s.lang.{m.target_lang}", lg)), icon=":material/translate:")
-
-
-def _pick(key: str, options: list) -> None:
-    """Keep a decoder picker's session value among this model's options (seq2seq-tiny and a translator differ)."""
-    if key in st.session_state and st.session_state[key] not in options:
-        del st.session_state[key]
-
-
-def _decoder_step(view: View, key: str, lg: str, quiz_on: bool) -> None:
-    name = decoder_model(view)
-    _decoder_note(view, name, lg)
-    if not view.text.strip():
-        st.info(t("tour.need_text", lg), icon=":material/edit:")
-        return
-    loaded = store.get_model(name, view.device)
-    if name != DECODER_MODEL and (unknown := loaded.unknown_words(view.text)):  # Korean, say: it reads en / pt
-        translator_notice(loaded, unknown, lg)
-    ssru = key == "decoder_self" and ssru_decoder(view)
-    c1, c2, c3 = st.columns([2, 1, 1])
-    task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
-                    format_func=lambda x: t(f"tour.task.{x}", lg)) if name == DECODER_MODEL else None
-    run = runs.decoding_run(view.device, view.text, task, False, name=name)
-    n_layers, n_heads = loaded.config.n_decoder_layers, loaded.n_heads("cross")
-    _pick("tour_dec_layer", list(range(n_layers)))
-    _pick("tour_dec_head", ["mean", *range(n_heads)])
-    layer = c2.selectbox(t("tour.dec_layer", lg), range(n_layers), index=n_layers - 1, key="tour_dec_layer",
-                         format_func=lambda i: t("tour.layer_n", lg, i=i))
-    head = "mean" if ssru else c3.selectbox(
-        t("tour.dec_head", lg), ["mean", *range(n_heads)], key="tour_dec_head",
-        format_func=lambda h: t("tour.head_mean", lg) if h == "mean" else t("tour.head_n", lg, i=h))
-    n = len(run.steps)
-    ss = st.session_state
-    if not isinstance(ss.get("tour_dec_step"), int) or not 1 <= ss["tour_dec_step"] <= n:
-        ss["tour_dec_step"] = 1  # every decoder step opens at decoding step 1 (the first new token)
-    step = st.slider(t("tour.dec_step", lg), 1, n, key="tour_dec_step") if n > 1 else 1
-    s = run.steps[step - 1]
-    where = t("tour.layer_n", lg, i=layer) + " · " + (t("tour.head_mean", lg) if head == "mean"
-                                                      else t("tour.head_n", lg, i=head))
-    st.code(" ".join(run.source_tokens), language=None, wrap_lines=True)
-    st.caption(t("tour.dec_inputs", lg, step=step, n=n))
-    st.code(" ".join(s.inputs), language=None, wrap_lines=True)
-    if key == "decoder_self" and not run.has_self_attention:  # an SSRU: its forget gate, not an empty triangle
-        _forget_gate(view, run, step, layer, name, lg)
-    elif key == "decoder_self":
-        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        _retitle(fig, lg, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
-                 t("tour.axis.dec_input", lg))
-        title = f"{name} · " + t("tour.fig.dec_self", lg, where=where, step=step)
-        chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
-                                           view.text, f"{name}-decoder-self", heatmap=dict(masked=blocked)))
-    elif key == "cross":
-        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        _retitle(fig, lg, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
-        title = f"{name} · " + t("tour.fig.cross", lg, where=where)
-        chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
-                                        view.text, f"{name}-cross"))
-        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        st.plotly_chart(_retitle(fig, lg, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
-                                            out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
-                        key="tour_cross_row")
-    else:
-        if quiz_on and not quiz.next_token_question(view, run, step, lg):
-            return
-        fig = vs.topk_figure(run, step, lecture=view.lecture, lang=lg)
-        st.plotly_chart(_retitle(fig, lg, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
-                                 t("tour.axis.probability", lg)), key="tour_topk")
-        st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))
-    if run.output_text and key == "output":  # a translator: where greedy decoding ends, detokenized
-        st.markdown(t("s2s.translation", lg) + f"\n\n> {md_escape(run.output_text)}")
-
-
-def _forget_gate(view: View, run, step: int, layer: int, name: str, lg: str) -> None:
-    """The SSRU that stands where masked self-attention would: the note, and its forget gate over the inputs so far
-    (viz.alignment), one figure per decoder layer picked above."""
-    st.info(t("trpages.tour.ssru", lg, model=name), icon=":material/info:")
-    s = run.steps[step - 1]
-    gates = run.forget_gates[layer, :step]  # (t, d): the decoder inputs so far
-    title = t("trpages.tour.fig.forget", lg, layer=layer, step=step)
-    fig = va.forget_gate_figure(s.inputs, gates, lang=lg, lecture=view.lecture,
-                                title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>")
-    chart(fig, "tour_forget", Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs),
-                                     f"{name} · {title}", view.text, f"{name}-forget-gate-L{layer}-step{step}",
-                                     heatmap=dict(vmin=0, vmax=1)))
-    st.caption(va.forget_gate_caption(lg))
+def card_css(columns: list[str]) -> str:
+    """Step 15's table on a screen narrower than 640 px (a phone): its rows as cards, each cell on its own line
+    after its column's name (the paper, this model, why it changed), instead of four columns cut at the right."""
+    k = f".st-key-{SINCE_KEY}"
+    labels = "\n".join(f"  {k} td.col{i}::before {{ content: {css_string(name)} \": \"; font-weight: 600; }}"
+                       for i, name in enumerate(columns))
+    return f"""<style>
+@media (max-width: 640px) {{
+  {k} table, {k} tbody, {k} tr, {k} th, {k} td {{ display: block; width: 100% !important; white-space: normal !important;
+    box-sizing: border-box; }}
+  {k} thead {{ display: none; }}
+  {k} tr {{ border-bottom: 2px solid rgba(49, 51, 63, 0.2); padding: 0.3rem 0; }}
+  {k} th.row_heading {{ font-weight: 700; border: none; }}
+  {k} td {{ border: none; }}
+{labels}
+}}
+</style>"""

@@ -44,6 +44,7 @@ from .theme import (
     esc,
     figure,
     fonts,
+    number_text,
     rgba,
     text_width,
     title_margin,
@@ -276,7 +277,7 @@ def alignment_lines_figure(source_tokens: Sequence[str], target_tokens: Sequence
 
     def partners(vec: np.ndarray, labels: list[str]) -> str:
         order = [int(i) for i in np.argsort(-vec, kind="stable")[:3] if vec[i] > 0]
-        return "<br>".join(f"  {labels[i]} {vec[i]:.2f}" for i in order)
+        return "<br>".join(f"  {labels[i]} {number_text(vec[i])}" for i in order)
 
     src_hover = [f"{tr('align.hover.source', lang)}: {src_labels[j]}{_pieces_note(g, source_tokens)}<br>"
                  f"{tr('align.hover.best_target', lang)} ({weight_word}):<br>{partners(m[:, j], tgt_labels)}"

@@ -32,6 +32,7 @@ from .theme import (
     font_size,
     fonts,
     head_colour,
+    number_text,
     rgba,
     text_width,
     title_margin,
@@ -261,7 +262,7 @@ def grid_figure_mpl(att: np.ndarray, *, size: int = 32, title: str = "", subtitl
         im = ax.imshow(metric, cmap="magma", interpolation="nearest", aspect="auto")
         for (i, j), v in np.ndenumerate(metric):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SLIDE_FONT["cell"], color="#7f7f7f")
+                ax.text(j, i, number_text(v), ha="center", va="center", fontsize=SLIDE_FONT["cell"], color="#7f7f7f")
         ax.set_xticks(range(H), [f"H{h}" for h in range(H)])
         ax.set_yticks(range(L), [tr("ex.layer_n", lang, i=i) for i in range(L)])
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label=metric_label)

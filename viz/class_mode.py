@@ -10,7 +10,7 @@ from i18n import t as tr
 
 from .heads import head_grid
 from .heatmap import heatmap
-from .theme import HIGHLIGHT, base_layout, esc, figure
+from .theme import HIGHLIGHT, base_layout, esc, figure, fonts, number_text, title_margin
 
 _GREY, _GREEN, _BLUE = "#bab0ac", "#59a14f", "#4e79a7"
 
@@ -26,17 +26,24 @@ def answer_bars(counts: list[int], labels: list[str], *, answer: int | None = No
     data = [dict(type="bar", x=xs, y=n.tolist(), name=esc(tr("class.fig.students", lang)), marker=dict(color=colours),
                  text=[str(int(v)) for v in n], textposition="outside", offsetgroup="a",
                  hovertemplate="%{x}: %{y}<extra></extra>")]
-    layout = base_layout(lecture, 380, title)
+    legend_px = int(fonts(lecture)["legend"] * 1.8) if weights is not None else 0  # one row of legend
+    layout = base_layout(lecture, 380 + legend_px, title)
     layout.update(xaxis=dict(type="category", tickangle=-60 if len(xs) > 8 else 0),
                   yaxis=dict(title=dict(text=esc(tr("class.fig.students", lang))), rangemode="tozero",
                              range=[0, max(1, int(n.max(initial=0))) * 1.25],
                              **({"dtick": 1} if n.max(initial=0) < 10 else {})),  # whole students
-                  bargap=0.25, showlegend=weights is not None, legend=dict(orientation="h", y=1.12))
+                  bargap=0.25, showlegend=weights is not None)
     if weights is not None:
+        # the title at the top of the figure, the legend's row between it and the plot (issue 34: the legend, placed
+        # at y=1.12 of the plot, sat on the title)
+        if title:
+            layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
+        layout["margin"]["t"] = (title_margin(lecture) if title else 10) + legend_px
+        layout["legend"] = dict(orientation="h", x=0.0, xanchor="left", y=1.0, yanchor="bottom")
         w = [float("nan") if v is None else float(v) for v in weights]
         data.append(dict(type="bar", x=xs, y=w, name=esc(tr("class.fig.weight", lang)), yaxis="y2",
                          offsetgroup="b", marker=dict(color=_BLUE, opacity=0.6),
-                         text=["" if v != v else f"{v:.2f}" for v in w], textposition="outside",
+                         text=[number_text(v) for v in w], textposition="outside",
                          hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
         layout["yaxis2"] = dict(title=dict(text=esc(tr("class.fig.weight", lang))), overlaying="y", side="right",
                                 range=[0, 1.15], showgrid=False)

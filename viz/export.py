@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from .theme import MASKED_BG, SLIDE_FONT, tick_step
+from .theme import MASKED_BG, SLIDE_FONT, number_text, tick_step
 
 FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf"}
 _CJK_FONTS = ("Noto Sans CJK KR", "Noto Sans CJK JP", "Noto Sans CJK SC", "NanumGothic", "UnDotum")
@@ -95,7 +95,7 @@ def heatmap_figure(
     if annotate:
         for (i, j), v in np.ndenumerate(m):
             if np.isfinite(v) and not (masked is not None and masked[i, j]):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SLIDE_FONT["cell"],
+                ax.text(j, i, number_text(v), ha="center", va="center", fontsize=SLIDE_FONT["cell"],
                         color="white" if (vmax is None or v < 0.6 * (vmax or 1)) else "black")
     ax.set_xlabel(xlabel, fontsize=SLIDE_FONT["label"])
     ax.set_ylabel(ylabel, fontsize=SLIDE_FONT["label"])

@@ -21,7 +21,7 @@ from i18n import head_name
 from i18n import t as tr
 
 from .heatmap import axis_labels, heatmap
-from .theme import HIGHLIGHT, base_layout, esc, figure, merge
+from .theme import HIGHLIGHT, base_layout, esc, figure, merge, number_text
 
 FLIP_MARK = "⇄"
 ATLAS_COLOURS = {  # one colour per top label (analysis.atlas.TOP_LABELS)
@@ -252,7 +252,7 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", s
     cell = {lab: esc(tr(f"heads.atlas.cell.{lab}", lang)) for lab in names}  # short labels drawn in the cells
     text = [[cell.get(lab, esc(lab)) for lab in row] for row in atlas.top_label]  # (L, H)
     hover = [[("<b>" + text[la][h] + "</b><br>" +
-               "<br>".join(f"{esc(titles.get(name, name))}: {float(v[la, h]):.2f}" for name, v in atlas.scores.items()))
+               "<br>".join(f"{esc(titles.get(name, name))}: {number_text(v[la, h])}" for name, v in atlas.scores.items()))
               for h in range(H)] for la in range(L)]
     data = [dict(type="heatmap", z=(idx + 0.5).tolist(), x=cols, y=rows, zmin=0, zmax=k, colorscale=scale,
                  text=text, customdata=hover, texttemplate="%{text}", xgap=2, ygap=2,

@@ -49,6 +49,7 @@ class ModelFacts:
     gated_ffn: bool = False
     bias: bool = True
     qkv_bias: bool = True  # biases on W_Q, W_K, W_V (TransformerConfig.has_qkv_bias)
+    output_bias: bool = True  # a bias on the output layer to the vocabulary (TransformerConfig.output_bias)
     d_ff: int = 2048
     n_encoder_layers: int = 6
     n_decoder_layers: int = 6
@@ -62,6 +63,18 @@ class ModelFacts:
     pad: str | None = None  # the padding token ("[PAD]", "<pad>")
     sinusoid_layout: str = "interleaved"  # the sinusoids' column order: the paper's, "halves" or "marian" (Bergamot)
     decoder_mixer: str = "attention"  # the decoder's self-mixing sublayer: masked self-attention, or an SSRU (Bergamot)
+    head_dim: int | None = None  # d_k where the model states its own (Qwen3, Gemma 3); None: d_model / heads
+    qk_norm: bool = False  # RMSNorm on each head's q and k before RoPE (Qwen3, Gemma 3)
+    post_norms: bool = False  # a second norm on each sublayer's output (Gemma)
+    norm_offset: float = 0.0  # the norms scale by (norm_offset + γ) (Gemma: 1)
+    attn_scalar: float | None = None  # scores ÷ sqrt(attn_scalar) instead of sqrt(d_k) (Gemma's query_pre_attn_scalar)
+    sliding_window: int | None = None  # the local layers' window
+    n_local: int = 0  # how many decoder layers are local (sliding window)
+    rope_theta_local: float | None = None  # their RoPE base where it differs
+
+    @property
+    def d_k(self) -> int:
+        return self.head_dim or (self.d_model // self.n_heads if self.n_heads else 0)
 
     @classmethod
     def from_config(cls, name: str, config, *, scheme: str | None = None, tokens: list[str] | None = None,
@@ -74,14 +87,15 @@ class ModelFacts:
                    rope_theta=config.rope_theta, type_vocab_size=config.type_vocab_size,
                    embedding_layer_norm=config.embedding_layer_norm, scale_embeddings=config.scale_embeddings,
                    norm=config.norm, norm_placement=config.norm_placement, activation=config.activation,
-                   gated_ffn=config.gated_ffn, bias=config.bias, qkv_bias=config.has_qkv_bias, d_ff=config.d_ff,
+                   gated_ffn=config.gated_ffn, bias=config.bias, qkv_bias=config.has_qkv_bias,
+                   output_bias=config.output_bias, d_ff=config.d_ff,
                    n_encoder_layers=config.n_encoder_layers, n_decoder_layers=config.n_decoder_layers,
                    vocab_size=config.vocab_size, tie_embeddings=config.tie_embeddings,
                    share_embeddings=config.share_embeddings,
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
                    before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad,
                    sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"),
-                   decoder_mixer=getattr(config, "decoder_mixer", "attention"))
+                   decoder_mixer=getattr(config, "decoder_mixer", "attention"), **_new_options(config))
 
     @classmethod
     def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:
@@ -105,6 +119,17 @@ class ModelFacts:
     @property
     def act_name(self) -> str:
         return activation_name(self.activation)
+
+
+def _new_options(config) -> dict:
+    """The facts of the options since 2017 that TransformerConfig names (issue 38), their defaults where a config
+    does not have them."""
+    local = tuple(getattr(config, "local_layers", ()))
+    return dict(head_dim=getattr(config, "head_dim", None), qk_norm=getattr(config, "qk_norm", False),
+                post_norms=getattr(config, "post_norms", False), norm_offset=getattr(config, "norm_offset", 0.0),
+                attn_scalar=getattr(config, "attn_scalar", None),
+                sliding_window=getattr(config, "sliding_window", None) if local else None, n_local=len(local),
+                rope_theta_local=getattr(config, "rope_theta_local", None))
 
 
 def wrapping_specials(tokens: list[str], special: list[bool]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -209,6 +234,11 @@ def _qkv(f: ModelFacts, lg: str) -> list[str]:
     out = []
     if f.kv_heads != f.n_heads:
         out.append(t("notes.qkv.gqa", lg, model=f.name, h=f.n_heads, kv=f.kv_heads, g=f.n_heads // f.kv_heads))
+    if f.head_dim and f.head_dim * f.n_heads != f.d_model:
+        out.append(t("notes.qkv.head_dim", lg, model=f.name, k=f.head_dim, h=f.n_heads, hk=f.head_dim * f.n_heads,
+                     d=f.d_model))
+    if f.qk_norm:
+        out.append(t("notes.qkv.qk_norm", lg, model=f.name))
     if f.positional == "rotary":
         out.append(t("notes.qkv.rotary", lg))
     return out
@@ -218,6 +248,18 @@ def _add_norm(f: ModelFacts, lg: str) -> list[str]:
     norm = t(f"notes.norm.{f.norm}", lg)
     out = [t(f"notes.add_norm.{f.norm_placement}", lg, model=f.name, norm=norm)]
     out.append(t(f"notes.add_norm.{f.norm}", lg))
+    if f.post_norms:
+        out.append(t("notes.add_norm.post_norms", lg, model=f.name))
+    if f.norm_offset:
+        out.append(t("notes.add_norm.offset", lg, model=f.name))
+    return out
+
+
+def _mask(f: ModelFacts, lg: str) -> list[str]:
+    out = [t("notes.mask.causal", lg, model=f.name)]
+    if f.sliding_window:
+        out.append(t("notes.mask.window", lg, model=f.name, w=f.sliding_window, n=f.n_local,
+                     L=f.n_decoder_layers))
     return out
 
 
@@ -225,7 +267,7 @@ def _ffn(f: ModelFacts, lg: str) -> list[str]:
     if f.gated_ffn:
         glu = activation_name(f.activation, gated=True)
         return [t("notes.ffn.gated", lg, model=f.name, act=f.act_name, glu=glu)]
-    return [t("notes.ffn.plain", lg, model=f.name, act=f.act_name)]
+    return [t("notes.ffn.plain" if f.bias else "notes.ffn.plain_no_bias", lg, model=f.name, act=f.act_name)]
 
 
 def step_notes(step: str, facts: ModelFacts, lang: str, *, tokens: list[str] | None = None,
@@ -241,10 +283,11 @@ def step_notes(step: str, facts: ModelFacts, lang: str, *, tokens: list[str] | N
         return _positional(f, lg)
     if step == "qkv":
         return _qkv(f, lg)
-    if step == "scores" and f.positional == "rotary":
-        return [t("notes.scores.rotary", lg)]
+    if step == "scores" and (f.positional == "rotary" or f.attn_scalar):
+        return ([t("notes.scores.rotary", lg)] if f.positional == "rotary" else []) + (
+            [t("notes.scores.scalar", lg, model=f.name, s=f"{f.attn_scalar:g}", k=f.d_k)] if f.attn_scalar else [])
     if step == "mask" and f.kind == "decoder":
-        return [t("notes.mask.causal", lg, model=f.name)]
+        return _mask(f, lg)
     if step == "add_norm":
         return _add_norm(f, lg)
     if step == "ffn":
@@ -253,6 +296,26 @@ def step_notes(step: str, facts: ModelFacts, lang: str, *, tokens: list[str] | N
 
 
 # ---- the formulas, as the model computes them ------------------------------------------------------------------------
+# the tour's formula of a step where the model changes nothing of the paper's (words in them through the catalogue)
+GENERAL = {
+    "scores": r"S_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}} = \frac{1}{\sqrt{d_k}} \sum_{r=1}^{d_k} q_{ir}\, k_{jr}",
+    "mask": r"S' = \frac{Q K^{\top}}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}",
+    "softmax": r"A_{ij} = \frac{\exp S'_{ij}}{\sum_{j'} \exp S'_{ij'}}",
+    "attend": r"Z = A\,V",
+    "decoder_self": r"\operatorname{softmax}\!\left(\frac{Q K^{\top}}{\sqrt{d_k}} + M_{\text{look-ahead}}\right) V",
+    "cross": r"\operatorname{softmax}\!\left(\frac{Q_{dec} (M W^{K})^{\top}}{\sqrt{d_k}}\right) M W^{V}",
+}
+
+
+def tour_formula(step: str, facts: ModelFacts, lang: str = "en") -> str:
+    """The formula a tour step shows (LaTeX): the model's own (step_formula), else the paper's general one. Steps
+    12-14 (decoder_self, cross, output) take the facts of the model whose decoder they show."""
+    if step == "tokens":
+        return latex_sentence("notes.formula.tokens", lang, arrow=r"\;\longrightarrow\;",
+                              seq=r"(t_0, t_1, \dots, t_{n-1})")
+    return step_formula(step, facts, lang) or GENERAL[step]
+
+
 PAPER_PE = (r"PE_{(pos, 2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\;"
             r"PE_{(pos, 2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 
@@ -264,8 +327,29 @@ def _op(name: str) -> str:
     return rf"\operatorname{{{base}}}" + (rf"_{{\text{{{variant.rstrip(')')}}}}}" if variant else "")
 
 
-def step_formula(step: str, facts: ModelFacts) -> str | None:
-    """The step's formula as this model computes it (LaTeX), or None where the tour's general formula holds."""
+def latex_sentence(key: str, lang: str, **maths: str) -> str:
+    """A catalogue sentence inside a formula: its words as \\text{...} in `lang`, its placeholders the LaTeX given
+    ("{qk} depends only on {mn}" -> q'_m \\cdot k'_n \\text{ depends only on } m - n; Korean puts them in its own
+    order)."""
+    mark = "\x00"
+    msg = t(key, lang, **{k: f"{mark}{k}{mark}" for k in maths})
+    out = []
+    for i, piece in enumerate(msg.split(mark)):
+        if i % 2:
+            out.append(maths[piece])
+        elif piece:
+            out.append(r"\text{" + piece.replace("\\", "").replace("{", "").replace("}", "") + "}")
+    return "".join(out)
+
+
+def _bias(on: bool, name: str) -> str:
+    """ "+ b^{name}" where the model has that bias, else nothing (SmolLM2 has none, GPT-2 and BERT have all)."""
+    return rf" + b^{{{name}}}" if on else ""
+
+
+def step_formula(step: str, facts: ModelFacts, lang: str = "en") -> str | None:
+    """The step's formula as this model computes it (LaTeX), or None where the tour's general formula holds. Every
+    "+ b" is there only where the model has that bias; words inside a formula are in `lang`."""
     f = facts
     if step == "embedding":
         return r"X = E[t]" + (r"\,\sqrt{d_{model}}" if f.scale_embeddings else "") + r" \in \mathbb{R}^{n \times d_{model}}"
@@ -277,28 +361,54 @@ def step_formula(step: str, facts: ModelFacts) -> str | None:
             total = r"X + P[pos]" + types
         elif f.positional == "rotary":
             return (r"q'_m = R_{\Theta, m}\, q_m,\quad k'_n = R_{\Theta, n}\, k_n,\quad "
-                    rf"\theta_i = {f.rope_theta:g}^{{-2i/d_k}},\quad q'_m \cdot k'_n \text{{ depends on }} m - n")
+                    rf"\theta_i = {f.rope_theta:g}^{{-2i/d_k}},\quad "
+                    + latex_sentence("notes.formula.relative", lang, qk=r"q'_m \cdot k'_n", mn=r"m - n"))
         else:
             total = "X" + types
         total = rf"\operatorname{{LayerNorm}}({total})" if f.embedding_layer_norm else total
         return (PAPER_PE + r",\; " if f.positional == "sinusoidal" else "") + r"X' = " + total
-    if step == "qkv" and f.positional == "rotary":  # q and k turned by their positions, v not
-        b = (lambda n: rf" + b^{{{n}}}") if f.qkv_bias else (lambda n: "")  # noqa: E731
-        return (rf"Q = R_{{\Theta}}\,(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,(X W^{{K}}{b('K')}),\quad "
-                rf"V = X W^{{V}}{b('V')}")
+    if step == "qkv":
+        b = (lambda n: _bias(f.qkv_bias, n))  # noqa: E731
+        if f.positional == "rotary" and f.qk_norm:  # Qwen3, Gemma 3: each head's q and k normalised, then turned
+            return (rf"Q = R_{{\Theta}}\,\operatorname{{RMSNorm}}(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,"
+                    rf"\operatorname{{RMSNorm}}(X W^{{K}}{b('K')}),\quad V = X W^{{V}}{b('V')}")
+        if f.positional == "rotary":  # q and k turned by their positions, v not
+            return (rf"Q = R_{{\Theta}}\,(X W^{{Q}}{b('Q')}),\quad K = R_{{\Theta}}\,(X W^{{K}}{b('K')}),\quad "
+                    rf"V = X W^{{V}}{b('V')}")
+        return rf"Q = X W^{{Q}}{b('Q')},\quad K = X W^{{K}}{b('K')},\quad V = X W^{{V}}{b('V')}"
+    if step == "concat":
+        return (r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(Z_1, \dots, Z_h)\,W^{O}"
+                + _bias(f.bias, "O"))
     if step == "add_norm":
         norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LayerNorm}"
         if f.norm == "rmsnorm":
-            inner = r"\gamma \odot \frac{s}{\sqrt{\frac{1}{d}\sum_j s_j^2 + \epsilon}}"
+            gamma = r"(1 + \gamma)" if f.norm_offset else r"\gamma"
+            inner = gamma + r" \odot \frac{s}{\sqrt{\frac{1}{d}\sum_j s_j^2 + \epsilon}}"
         else:
             inner = r"\gamma \odot \frac{s - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
+        if f.norm_placement == "pre" and f.post_norms:  # Gemma: the sublayer's output normalised too
+            return rf"x + {norm}'(\operatorname{{Sublayer}}({norm}(x))),\quad {norm}(s) = {inner}"
         if f.norm_placement == "pre":
             return rf"x + \operatorname{{Sublayer}}({norm}(x)),\quad {norm}(s) = {inner}"
         return rf"{norm}(x + \operatorname{{Sublayer}}(x)) = {inner}"
     if step == "ffn":
-        b1, b2 = (" + b_1", " + b_2") if f.bias else ("", "")
-        act = _op(f.act_name)
-        if f.gated_ffn:
-            return rf"\operatorname{{FFN}}(x) = \left({act}(x W_{{gate}}) \odot x W_1\right) W_2{b2}"
-        return rf"\operatorname{{FFN}}(x) = {act}(x W_1{b1})\, W_2{b2}"
+        return ffn_formula(f.activation, gated=f.gated_ffn, b1=f.bias, b2=f.bias)
+    if step == "output":
+        b = " + b" if f.output_bias else ""
+        if f.kind == "decoder":  # a language model: the next token after the text, no source sentence
+            return (r"P(t_n \mid t_0, \dots, t_{n-1}) = \operatorname{softmax}(h_{n-1} W_{vocab}" + b + ")")
+        return r"P(y_t \mid y_{<t}, x) = \operatorname{softmax}(h_t W_{vocab}" + b + ")"
     return None
+
+
+def ffn_formula(activation: str, *, gated: bool, b1: bool, b2: bool, generic: bool = False) -> str:
+    """The Feed Forward as a model computes it: act(x W_1 + b_1) W_2 + b_2, or gated (SwiGLU)
+    (act(x W_gate) ⊙ (x W_1 + b_1)) W_2 + b_2, each "+ b" only where the model has it. `generic`: "act" for the
+    activation's name (the Step by step page's formula)."""
+    act = r"\operatorname{act}" if generic else _op(activation_name(activation))
+    up = r"x W_1 + b_1" if b1 else r"x W_1"
+    down = r" + b_2" if b2 else ""
+    if gated:
+        return rf"\operatorname{{FFN}}(x) = \left({act}(x W_{{gate}}) \odot " + (f"({up})" if b1 else up) + \
+            rf"\right) W_2{down}"
+    return rf"\operatorname{{FFN}}(x) = {act}({up})\, W_2{down}"

@@ -156,21 +156,26 @@ OFFSET_DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
 def rope_frequency_figure(rope: np.ndarray, sinus: np.ndarray, *, theta: float, lecture: bool = False,
-                          lang: str = "en") -> go.Figure:
+                          lang: str = "en", local: tuple[float, np.ndarray] | None = None) -> go.Figure:
     """The angle per position of each pair j (left, log scale) and its wavelength in tokens 2 pi / omega (right):
-    RoPE's theta^(-2j/k) beside the sinusoidal table's 1 / 10000^(2i/d) for the same number of pairs."""
+    RoPE's theta^(-2j/k) beside the sinusoidal table's 1 / 10000^(2i/d) for the same number of pairs; `local`:
+    (base, frequencies) of a model's sliding-window layers where their base differs (Gemma 3: 10,000 beside the
+    global layers' 1,000,000), a third curve."""
     k = 2 * len(rope)
     layout = subplot_grid(1, 2, [t("rope.fig.freq_sub", lang), t("rope.fig.wave_sub", lang)], horizontal_spacing=0.1)
     data = []
-    names = (t("rope.trace.rope", lang, theta=theta, k=k), t("rope.trace.sinusoidal", lang, d=k))
+    curves = [(rope, t("rope.trace.rope", lang, theta=theta, k=k), "#d62728", "solid", 3),
+              (sinus, t("rope.trace.sinusoidal", lang, d=k), "#1f77b4", "dash", 2)]
+    if local is not None:
+        curves.insert(1, (local[1], t("rope.trace.local", lang, theta=local[0]), "#ff7f0e", "dot", 3))
     hover = (esc(t("rope.axis.pair", lang)) + " %{x}<br>%{y:.4g}<extra>%{fullData.name}</extra>")
     for c, values in enumerate((lambda f: f, lambda f: 2 * np.pi / f), start=1):
         xa, ya = subplot_axes(1, c, 2)
-        for i, (freqs, name, colour) in enumerate(zip((rope, sinus), names, ("#d62728", "#1f77b4"))):
+        for freqs, name, colour, dash, width in curves:
             data.append(dict(type="scatter", x=list(range(len(freqs))), y=values(np.asarray(freqs)).tolist(), mode="lines+markers",
                              name=name, legendgroup=name, showlegend=c == 1, xaxis=xa, yaxis=ya,
-                             line=dict(color=colour, width=3 if i == 0 else 2, dash="solid" if i == 0 else "dash"),
-                             marker=dict(size=4), hovertemplate=hover))
+                             line=dict(color=colour, width=width, dash=dash), marker=dict(size=4),
+                             hovertemplate=hover))
         layout["xaxis" + xa[1:]]["title"] = {"text": t("rope.axis.pair", lang)}
         layout["yaxis" + ya[1:]].update(type="log", exponentformat="power", title={"text": t(f"rope.axis.{'freq' if c == 1 else 'wave'}",
                                                                       lang)})

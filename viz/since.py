@@ -20,6 +20,9 @@ from i18n.names import activation_name
 from .model_notes import ModelFacts
 
 ROWS = ("stack", "positions", "norm", "heads", "ffn", "bias", "tying", "vocab", "context")
+# rows of the options since 2017 that only some models take, shown where the model takes them: the sliding window
+# ("window", Mistral, Gemma 3) and RMSNorm on q and k ("qk_norm", Qwen3, Gemma 3)
+OPTION_ROWS = ("window", "qk_norm")
 PAPER_D_MODEL, PAPER_HEADS, PAPER_D_FF = 512, 8, 2048
 
 
@@ -59,13 +62,17 @@ def _norm(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
     norm = t(f"notes.norm.{f.norm}", lg)
     text = t(f"since.model.norm.{f.norm_placement}", lg, norm=norm)
     pre, rms = f.norm_placement == "pre", f.norm == "rmsnorm"
+    if f.post_norms:  # Gemma: one more norm on each sublayer's output
+        text += t("since.model.norm.post_norms", lg, norm=norm)
+    if f.norm_offset:
+        text += t("since.model.norm.offset", lg)
     if not (pre or rms):
         return text, True, ""
     return text, False, t("since.why.norm." + ("pre_rms" if pre and rms else "pre" if pre else "rms"), lg)
 
 
 def _heads(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
-    dk = f.d_model // f.n_heads if f.n_heads else 0
+    dk = f.d_k
     if f.kv_heads == f.n_heads:
         return t("since.model.heads.mha", lg, h=f.n_heads, dk=dk), True, ""
     frac = Fraction(f.kv_heads, f.n_heads)
@@ -115,14 +122,36 @@ def _context(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
     return text, same, "" if same else t(f"since.why.context.{kind}", lg, n=f.max_positions)
 
 
+def _window(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
+    text = t("since.model.window", lg, w=f.sliding_window, n=f.n_local, L=f.n_decoder_layers,
+             g=f.n_decoder_layers - f.n_local)
+    if f.rope_theta_local is not None and f.rope_theta_local != f.rope_theta:
+        text += t("since.model.window.theta", lg, local=f.rope_theta_local, theta=f.rope_theta)
+    return text, False, t("since.why.window", lg)
+
+
+def _qk_norm(f: ModelFacts, lg: str) -> tuple[str, bool, str]:
+    text = t("since.model.qk_norm", lg, k=f.d_k)
+    if f.attn_scalar:
+        text += t("since.model.qk_norm.scalar", lg, s=f"{f.attn_scalar:g}", k=f.d_k)
+    return text, False, t("since.why.qk_norm", lg)
+
+
 _BUILD = {"stack": _stack, "positions": _positions, "norm": _norm, "heads": _heads, "ffn": _ffn, "bias": _bias,
-          "tying": _tying, "vocab": _vocab, "context": _context}
+          "tying": _tying, "vocab": _vocab, "context": _context, "window": _window, "qk_norm": _qk_norm}
+
+
+def row_keys(facts: ModelFacts) -> tuple[str, ...]:
+    """The rows of this model's table: every ROWS, then the OPTION_ROWS the model takes (from its config)."""
+    taken = {"window": bool(facts.sliding_window), "qk_norm": facts.qk_norm}
+    return (*ROWS, *(k for k in OPTION_ROWS if taken[k]))
 
 
 def since_rows(facts: ModelFacts, lang: str) -> list[SinceRow]:
-    """One row per design choice (ROWS): the paper's, this model's, whether they are the same, and why it changed."""
+    """One row per design choice (row_keys): the paper's, this model's, whether they are the same, and why it
+    changed."""
     out = []
-    for key in ROWS:
+    for key in row_keys(facts):
         model, same, why = _BUILD[key](facts, lang)
         out.append(SinceRow(key, t(f"since.row.{key}", lang), t(f"since.paper.{key}", lang), model, same, why))
     return out
@@ -152,7 +181,14 @@ _PE = r"x_{pos} = e_{pos} + PE_{pos}"
 
 def since_formula(facts: ModelFacts) -> str:
     """The paper's formula beside this model's for the first choices that differ among the norm and the positions
-    (2017 → this model); the paper's two where the model makes the same choices."""
+    (2017 → this model); the paper's two where the model makes the same choices. One formula, its lines gathered."""
+    parts = since_formulas(facts)
+    return parts[0] if len(parts) == 1 else r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"
+
+
+def since_formulas(facts: ModelFacts) -> list[str]:
+    """since_formula's lines, each its own formula (a page may draw them one by one, so that a narrow screen can
+    break each line at its arrows and equals signs)."""
     f, parts = facts, []
     if f.norm != "layernorm" or f.norm_placement != "post":
         norm = r"\operatorname{RMSNorm}" if f.norm == "rmsnorm" else r"\operatorname{LN}"
@@ -169,6 +205,4 @@ def since_formula(facts: ModelFacts) -> str:
         else:
             now = r"x_{pos} = e_{pos}"
         parts.append(rf"\underbrace{{{_PE}}}_{{2017}} \;\longrightarrow\; {now}")
-    if not parts:
-        return rf"\underbrace{{{_LN},\quad {_PE}}}_{{2017}}"
-    return r"\begin{gathered}" + r" \\ ".join(parts) + r"\end{gathered}"
+    return parts or [rf"\underbrace{{{_LN},\quad {_PE}}}_{{2017}}"]

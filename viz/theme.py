@@ -58,6 +58,27 @@ def esc(text: object, limit: int = 40) -> str:
     return Shown(html.escape(s, quote=False), s)  # a Korean particle after it is chosen from `s`, not "&lt;…&gt;"
 
 
+def number_text(v: float, digits: int = 2, *, short: bool = False) -> str:
+    """The one way a number drawn in a figure cell is written: rounded to `digits` decimals first, then (`short`, for
+    cramped cells) the leading zero of a value under 1 dropped. The drop is decided on the ROUNDED text, so 0.995-0.999
+    read "1.00", never ".00" (a defect a lecturer met: `f"{v:.2f}"[1:]` cut the "1" of "1.00"). NaN / inf: "".
+
+        number_text(0.4213) == "0.42";  number_text(0.4213, short=True) == ".42";  number_text(0.997, short=True) == "1.00"
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return ""
+    s = f"{v:.{digits}f}"
+    if s.startswith("-") and not any(c not in "-0." for c in s):
+        s = s[1:]  # -0.00 is 0.00
+    if short and digits > 0:
+        if s.startswith("0."):
+            s = s[1:]
+        elif s.startswith("-0."):
+            s = "-" + s[2:]
+    return s
+
+
 def head_colour(h: int) -> str:
     return HEAD_COLOURS[h % len(HEAD_COLOURS)]
 

@@ -51,7 +51,7 @@ class ValueNorms:
 def head_value_vectors(attn_module, v: torch.Tensor) -> torch.Tensor:
     """f_h(x_j) = v_j^h W_O^h for every head: v (b, h, m, k) recorded by the forward (x W_V^h + b_V^h already)
     -> (b, h, m, d), with W_O^h = rows h*k:(h+1)*k of W_O (x @ W convention)."""
-    w_o = attn_module.projection_matrices()["W_O"]  # (d, d)
+    w_o = attn_module.projection_matrices()["W_O"]  # (h*k, d)
     b, h, m, k = v.shape
     return torch.einsum("bhmk,hkd->bhmd", v, w_o.reshape(h, k, -1))
 

@@ -9,6 +9,10 @@ Adding a family is one record and its tests (TransformerLens' weight_conversions
 - llama, mistral, qwen2: pre-RMSNorm decoder-only stacks with rotary positions, grouped-query attention and a SwiGLU
   FFN, no biases (Qwen2: on W_Q, W_K and W_V). Options the modules do not implement (RoPE scaling, sliding windows
   that would apply, mixture of experts, a head width of its own) are refused by name.
+- qwen3: the same with RMSNorm on each head's q and k, its own head width and no Q/K/V biases.
+- gemma3_text, gemma3 (its text_config): the same options, plus Gemma's (1 + γ) norms before and after each sublayer,
+  a GeLU-tanh gated FFN, embeddings x sqrt(d_model), query_pre_attn_scalar, and sliding-window layers with their own
+  RoPE base between the global ones (linear RoPE scaling on the global ones). Logit soft-capping is refused.
 - bart, marian: post-LN encoder-decoders. BART: learned positions after two unused rows, LayerNorm on the
   embeddings. Marian: sinusoidal positions with the sines first ("halves"), decoding starts from <pad>. Both:
   logits = h E^T + final_logits_bias.
@@ -146,8 +150,47 @@ def gpt2_table(c: TransformerConfig) -> dict:
     }
 
 
-# ---- llama, mistral, qwen2 -----------------------------------------------------------------------------------------
+# ---- llama, mistral, qwen2, qwen3, gemma3 --------------------------------------------------------------------------
 LLAMA_MAX_POSITIONS = 512  # the longest text shown: 30 layers x 9 heads x 512 x 512 maps are 280 MB of attention
+
+
+def rope_theta(f: Fields, rope: dict, name: str = "rope_theta", default: float = 10000.0) -> float:
+    """RoPE's base from a rope_parameters dict (transformers 5) or the config's own field (older files)."""
+    theta = rope.get("rope_theta", f.config.get(name, default))
+    if isinstance(theta, bool) or not isinstance(theta, int | float) or theta <= 0:
+        f.bad(name, f"must be a positive number, found {theta!r}")
+    return float(theta)
+
+
+def heads_and_width(f: Fields, head_dim: int | None = None) -> tuple[int, int, int, int | None]:
+    """(d_model, query heads, kv heads, head_dim or None where it is d_model / heads) of a decoder-only LM; `head_dim`:
+    the family's default for an explicit head width (Qwen3 128, Gemma 3 256), None: it must be d_model / heads."""
+    d, h = f.int("hidden_size"), f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", h)
+    if h % kv:
+        f.bad("num_key_value_heads", f"({kv}) must divide num_attention_heads {h}")
+    if head_dim is None:
+        f.heads(d, h, "num_attention_heads")
+        f.require("head_dim", d // h, d // h)
+        return d, h, kv, None
+    k = f.int("head_dim", head_dim)
+    if k % 2:
+        f.bad("head_dim", f"({k}) must be even (RoPE turns pairs of dimensions)")
+    return d, h, kv, None if k * h == d else k
+
+
+def language_model(f: Fields, d: int, h: int, kv: int, **options) -> TransformerConfig:
+    """A pre-RMSNorm decoder-only LM with rotary positions and a gated FFN, no biases (the llama family's common
+    ground); `options`: what the family changes (activation, qk_norm, post_norms, a sliding window, ...)."""
+    eos, pad = f.optional_id("eos_token_id"), f.optional_id("pad_token_id")
+    kw = dict(d_model=d, n_heads=h, n_kv_heads=kv, n_encoder_layers=0, n_decoder_layers=f.int("num_hidden_layers"),
+              d_ff=f.int("intermediate_size"), dropout=0.0, vocab_size=f.int("vocab_size"),
+              max_positions=min(f.int("max_position_embeddings", 2048), LLAMA_MAX_POSITIONS), norm="rmsnorm",
+              norm_placement="pre", layer_norm_eps=f.float("rms_norm_eps", 1e-6), activation="silu", gated_ffn=True,
+              bias=False, output_bias=False, positional="rotary", scale_embeddings=False,
+              tie_embeddings=f.flag("tie_word_embeddings", False), mask_pad="none",
+              pad_id=pad if pad is not None else (eos if eos is not None else 0))
+    return TransformerConfig(**{**kw, **options})
 
 
 def llama_config(f: Fields) -> tuple[TransformerConfig, dict]:
@@ -161,35 +204,108 @@ def llama_config(f: Fields) -> tuple[TransformerConfig, dict]:
         f.require(name, None, None)
     f.require("mlp_bias", False, False)
     f.require("attention_bias", qwen2, qwen2)
-    d, h = f.int("hidden_size"), f.int("num_attention_heads")
-    f.heads(d, h, "num_attention_heads")
-    kv = f.int("num_key_value_heads", h)
-    if h % kv:
-        f.bad("num_key_value_heads", f"({kv}) must divide num_attention_heads {h}")
-    f.require("head_dim", d // h, d // h)
+    d, h, kv, _ = heads_and_width(f)
     positions = f.int("max_position_embeddings", 2048)
     window = f.config.get("sliding_window")
     if window is not None and (not qwen2 or f.flag("use_sliding_window", False)):
         positions = min(positions, f.int("sliding_window"))  # within the window attention is full: never past it
     f.require("hidden_act", "silu", "silu")
-    eos = f.optional_id("eos_token_id")
-    pad = f.optional_id("pad_token_id")
-    theta = rope.get("rope_theta", f.config.get("rope_theta", 10000.0))
-    if isinstance(theta, bool) or not isinstance(theta, int | float) or theta <= 0:
-        f.bad("rope_theta", f"must be a positive number, found {theta!r}")
-    return TransformerConfig(
-        d_model=d, n_heads=h, n_kv_heads=kv, n_encoder_layers=0, n_decoder_layers=f.int("num_hidden_layers"),
-        d_ff=f.int("intermediate_size"), dropout=0.0, vocab_size=f.int("vocab_size"),
-        max_positions=min(positions, LLAMA_MAX_POSITIONS), norm="rmsnorm", norm_placement="pre",
-        layer_norm_eps=f.float("rms_norm_eps", 1e-6), activation="silu", gated_ffn=True, bias=False,
-        qkv_bias=qwen2, output_bias=False, positional="rotary", rope_theta=float(theta), scale_embeddings=False,
-        tie_embeddings=f.flag("tie_word_embeddings", False), mask_pad="none",
-        pad_id=pad if pad is not None else (eos if eos is not None else 0)), {}
+    return language_model(f, d, h, kv, max_positions=min(positions, LLAMA_MAX_POSITIONS),
+                          layer_norm_eps=f.float("rms_norm_eps", 1e-6), qkv_bias=qwen2,
+                          rope_theta=rope_theta(f, rope)), {}
+
+
+def local_layers(f: Fields, n_layers: int, default: list[bool]) -> tuple[int, ...]:
+    """The sliding-window layers: config.json's layer_types ("sliding_attention" / "full_attention") when given,
+    else `default` (one flag per layer)."""
+    types = f.config.get("layer_types")
+    if types is None:
+        return tuple(i for i, local in enumerate(default) if local)
+    if not isinstance(types, list) or len(types) != n_layers or \
+            not set(types) <= {"sliding_attention", "full_attention"}:
+        f.bad("layer_types", f"must list 'sliding_attention' or 'full_attention' for each of the {n_layers} layers")
+    return tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+
+
+def qwen3_config(f: Fields) -> tuple[TransformerConfig, dict]:
+    """(config, {}) for qwen3 (transformers' Qwen3Config): RMSNorm on each head's q and k, its own head width
+    (128 when config.json does not say), sliding-window layers above max_window_layers when use_sliding_window."""
+    rope = f.config.get("rope_parameters") or {}
+    if rope.get("rope_type", "default") != "default":
+        f.unsupported("rope_parameters.rope_type", rope.get("rope_type"), "'default'")
+    f.require("rope_scaling", None, None)
+    f.require("attention_bias", False, False)
+    f.require("hidden_act", "silu", "silu")
+    d, h, kv, k = heads_and_width(f, 128)
+    n = f.int("num_hidden_layers")
+    window = f.int("sliding_window", 4096) if f.flag("use_sliding_window", False) else None
+    first = f.int("max_window_layers", 28, minimum=0)
+    local = local_layers(f, n, [window is not None and i >= first for i in range(n)]) if window else ()
+    return language_model(f, d, h, kv, head_dim=k, qk_norm=True, rope_theta=rope_theta(f, rope),
+                          max_positions=min(f.int("max_position_embeddings", 32768), LLAMA_MAX_POSITIONS),
+                          sliding_window=window if local else None, local_layers=local), {}
+
+
+GEMMA3_LAYER_PATTERN = 6  # transformers' and llama.cpp's default: five sliding-window layers, then a global one
+
+
+def gemma3_rope(f: Fields) -> tuple[float, float, float]:
+    """(global base, local base, global linear scaling) from rope_parameters {"full_attention": ..,
+    "sliding_attention": ..} (transformers 5) or rope_theta, rope_local_base_freq and rope_scaling (older files)."""
+    rope = f.config.get("rope_parameters") or {}
+    if "full_attention" in rope or "sliding_attention" in rope:
+        full, local = rope.get("full_attention") or {}, rope.get("sliding_attention") or {}
+    else:
+        full = {**(f.config.get("rope_scaling") or {}), "rope_theta": f.config.get("rope_theta", 1_000_000.0)}
+        local = {"rope_theta": f.config.get("rope_local_base_freq", 10_000.0)}
+    kind = full.get("rope_type", full.get("type", "default"))
+    if kind not in ("default", "linear"):
+        f.unsupported("rope_parameters.full_attention.rope_type", kind, "'default', 'linear'")
+    if local.get("rope_type", "default") != "default":
+        f.unsupported("rope_parameters.sliding_attention.rope_type", local.get("rope_type"), "'default'")
+    factor = full.get("factor", 1.0) if kind == "linear" else 1.0
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+        f.bad("rope_scaling.factor", f"must be a positive number, found {factor!r}")
+    return (rope_theta(f, full, "rope_theta", 1_000_000.0), rope_theta(f, local, "rope_local_base_freq", 10_000.0),
+            float(factor))
+
+
+def gemma3_config(f: Fields) -> tuple[TransformerConfig, dict]:
+    """(config, {}) for gemma3_text (Gemma3ForCausalLM) and gemma3 (the multimodal folder: its text_config; the
+    vision tower is not read). Gemma 3: embeddings x sqrt(d_model), RMSNorms that scale by (1 + γ), four norms a layer
+    (before and after attention and the FFN), RMSNorm on each head's q and k, a GeLU-tanh gated FFN, scores divided by
+    sqrt(query_pre_attn_scalar), five sliding-window layers (RoPE base 10,000) to each global one (1,000,000)."""
+    if f.model_type == "gemma3":
+        text = f.config.get("text_config")
+        if not isinstance(text, dict):
+            f.bad("text_config", "is missing (a gemma3 folder keeps its language model's config there)")
+        f = Fields(text, "gemma3_text", f.path)
+    for name in ("final_logit_softcapping", "attn_logit_softcapping"):
+        f.require(name, None, None)
+    f.require("use_bidirectional_attention", False, False)
+    f.require("attention_bias", False, False)
+    d, h, kv, k = heads_and_width(f, 256)
+    n = f.int("num_hidden_layers")
+    window = f.config.get("sliding_window", 4096)
+    window = f.int("sliding_window") if window is not None else None
+    pattern = f.int("sliding_window_pattern", GEMMA3_LAYER_PATTERN)
+    local = local_layers(f, n, [bool((i + 1) % pattern) for i in range(n)]) if window else ()
+    theta, theta_local, scaling = gemma3_rope(f)
+    scalar = f.float("query_pre_attn_scalar", 256)
+    return language_model(
+        f, d, h, kv, head_dim=k, activation=f.activation("hidden_activation", "gelu_pytorch_tanh"),
+        max_positions=min(f.int("max_position_embeddings", 131072), LLAMA_MAX_POSITIONS), qk_norm=True,
+        post_norms=True, norm_offset=1.0, scale_embeddings=True, tie_embeddings=f.flag("tie_word_embeddings", True),
+        attn_scalar=None if scalar == (k or d // h) else scalar, sliding_window=window if local else None,
+        local_layers=local, rope_theta=theta, rope_theta_local=theta_local if local else None, rope_scaling=scaling,
+        pad_id=pad if (pad := f.optional_id("pad_token_id")) is not None else 0), {}  # Gemma3TextConfig: <pad> 0
 
 
 def llama_table(c: TransformerConfig) -> dict:
+    """The llama family's names (llama, mistral, qwen2, qwen3, gemma3), as the config's options call for: RMSNorm on
+    q and k (qwen3, gemma3); Gemma's four norms a layer, whose second is post_attention_layernorm's successor."""
     layer, src = "decoder.layers.{i}.", "layers.{i}."  # the checkpoint's prefix ("model.") is found from the anchor
-    return {
+    t = {
         "tgt_embed.token.weight": "embed_tokens.weight",
         "decoder.final_norm.weight": "norm.weight",
         "generator.weight": "lm_head.weight",  # an untied output; tied, it is the token table
@@ -201,6 +317,13 @@ def llama_table(c: TransformerConfig) -> dict:
         layer + "norm1.weight": src + "input_layernorm.weight",
         layer + "norm2.weight": src + "post_attention_layernorm.weight",
     }
+    if c.qk_norm:
+        t.update({layer + f"self_attn.{x}_norm.weight": src + f"self_attn.{x}_norm.weight" for x in "qk"})
+    if c.post_norms:  # Gemma: norm1 and its post-norm around attention, norm2 and its post-norm around the FFN
+        t.update({layer + "post_norm1.weight": src + "post_attention_layernorm.weight",
+                  layer + "norm2.weight": src + "pre_feedforward_layernorm.weight",
+                  layer + "post_norm2.weight": src + "post_feedforward_layernorm.weight"})
+    return t
 
 
 # ---- bart, marian --------------------------------------------------------------------------------------------------
@@ -288,6 +411,9 @@ FAMILIES: dict[str, Family] = {f.model_type: f for f in (
     Family("llama", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
     Family("mistral", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
     Family("qwen2", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
+    Family("qwen3", "decoder", qwen3_config, llama_table, "layers.0.self_attn.q_norm.weight"),
+    Family("gemma3_text", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight"),
+    Family("gemma3", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight"),
     Family("bart", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
     Family("marian", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
 )}

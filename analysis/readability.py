@@ -5,17 +5,22 @@ syllabic script apart into its letters: MiniLM's uncased vocabulary decomposes H
 conjoining jamo ("동" -> "ᄃ", "##ᅩ", "##ᆼ"), so every Korean word becomes a row of letter pieces with no meaning;
 a byte-level BPE learned on English (SmolLM2, GPT-2) splits Hangul syllables into pieces of their UTF-8 bytes (and
 SentencePiece falls back to bytes for a syllable its vocabulary lacks: Gemma's "<0xEB>").
-Decided from the trace the page already has: no extra forward, no list of models.
+Decided from the trace the page already has: no extra forward, no list of models. What the tokenizer did to the
+words is reported too (`Readability.kinds`: unknown tokens, jamo or byte pieces), so a notice says what this model
+does to this text, measured, never from the model's name; and the scripts of those words (`Readability.scripts`),
+so a page can ask the registry which models read them (model.registry.readers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.scripts import scripts_of
 from model.tokenizer import piece_bytes, piece_text
 from model.trace import AttentionTrace
 
 UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
+KINDS = ("unknown", "jamo", "bytes")  # what a tokenizer made of a word it cannot read: unknown tokens, letters, bytes
 
 
 def _is_jamo(ch: str) -> bool:
@@ -48,10 +53,27 @@ class Readability:
     n_words: int  # words of the text (special tokens excluded)
     unreadable: tuple[str, ...]  # the words the model cannot read, as the text wrote them (first few)
     n_unreadable: int
+    kinds: tuple[str, ...] = ()  # what the tokenizer made of them, in KINDS' order: "unknown", "jamo", "bytes"
+    scripts: tuple[str, ...] = ()  # the scripts of their letters (model.scripts): "Hangul", "Han" ...
+    unknown_tokens: tuple[str, ...] = ()  # the unknown tokens it produced ("[UNK]", "<unk>"), in order met
 
     @property
     def fraction(self) -> float:
         return self.n_unreadable / self.n_words if self.n_words else 0.0
+
+    @property
+    def mostly_unreadable(self) -> bool:
+        """At least half of the words are unreadable: what the model makes of the text (a translation, say) is
+        noise, not worth showing."""
+        return self.n_words > 0 and 2 * self.n_unreadable >= self.n_words
+
+
+def from_unknown_words(text: str, unknown: list[str], unknown_token: str = "<unk>") -> Readability:
+    """The readability of `text` for a model that names its unknown words itself (a translator's `unknown_words`:
+    words whose pieces its vocabulary lacks); words are the text's whitespace-separated words."""
+    n_words = len(text.split())
+    return Readability(max(n_words, len(unknown)), tuple(unknown[:3]), len(unknown),
+                       ("unknown",) if unknown else (), scripts_of(unknown), (unknown_token,) if unknown else ())
 
 
 def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
@@ -63,6 +85,9 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
             words.setdefault(w, []).append(i)
     bad: list[str] = []
     n_bad = 0
+    kinds: set[str] = set()
+    scripts: list[str] = []
+    unk_seen: dict[str, None] = {}
     for idx in words.values():
         toks = [trace.source_tokens[i] for i in idx]
         spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
@@ -74,6 +99,10 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
         in_bytes = _has_syllables(word) and any(_broken_bytes(t) for t in toks)
         if unknown or jamo or in_bytes:
             n_bad += 1
+            kinds.update(k for k, hit in zip(KINDS, (unknown, jamo, in_bytes)) if hit)
+            scripts.append(word)
+            unk_seen.update((t, None) for t in toks if t in UNKNOWN_TOKENS)
             if len(bad) < keep:
                 bad.append(word)
-    return Readability(len(words), tuple(bad), n_bad)
+    return Readability(len(words), tuple(bad), n_bad, tuple(k for k in KINDS if k in kinds), scripts_of(scripts),
+                       tuple(unk_seen))

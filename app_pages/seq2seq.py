@@ -23,15 +23,15 @@ task, teacher, layer, head, target, full_vocab = s2s.controls(model, view.lang)
 if teacher and task is None and not (target or "").strip():
     st.info(t("s2s.need_target", view.lang), icon=":material/edit:")
     st.stop()
-run = runs.decoding_run(view.device, view.text, task, teacher, name, target, full_vocab)
 unknown = getattr(model, "unknown_words", lambda _: [])(view.text)
 if unknown and s2s.is_translator(name):  # they read English or Portuguese only: say which models read the text
-    s2s.translator_notice(model, unknown, view.lang)
+    if s2s.translator_notice(view, model, unknown, view.lang):
+        st.stop()  # a text it cannot read: no translation, no decoding steps (they would be noise)
     unknown = []
+run = runs.decoding_run(view.device, view.text, task, teacher, name, target, full_vocab)
 # over the whole vocabulary: the shortlist's translation beside it (where the choice differs)
 other = runs.decoding_run(view.device, view.text, task, False, name, None, False) if full_vocab else None
 s2s.summary(run, task, teacher, unknown, view.lang, other)
-step = s2s.step_slider(run, view.lang)
-s2s.figures(view, run, step, layer, head, teacher)
+s2s.stepper(view, run, layer, head, teacher)  # the step slider and its figures: a fragment, rerun alone
 if task is None:  # a model that translates (or a local folder's): the alignment of its words
     s2s.alignment(view, run, layer, head)

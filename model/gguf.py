@@ -169,14 +169,18 @@ class GGUFFile:
 
     # ---- tensors --------------------------------------------------------------------------------------------
     def prefetch(self, workers: int = 2) -> None:
-        """Start dequantising every tensor, `workers` at a time, in the background (numpy lets go of the GIL in its
-        array work), while the caller builds the tokenizer and the module: `array` then hands each out once, waiting
-        for it. Loading SmolLM2 is mostly this; a Gemma 3 vocabulary's merges are rebuilt meanwhile."""
+        """Dequantise every tensor, `workers` at a time, in the background while the tokenizer and module are built
+        (or take those an earlier process kept, model/dequant_cache.py): `array` hands each out once, waiting."""
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(workers)
-        self._ready = {name: pool.submit(self._dequantize, name) for name in self.tensors}
-        pool.shutdown(wait=False)
+        from . import dequant_cache
+
+        self._ready = dequant_cache.cached(self.path, {n: t.shape for n, t in self.tensors.items()})
+        if self._ready is None:  # none kept (the first load on this machine): dequantise, then keep them
+            pool = ThreadPoolExecutor(workers)
+            self._ready = {name: pool.submit(self._dequantize, name) for name in self.tensors}
+            pool.shutdown(wait=False)
+            dequant_cache.save_when_done(self.path, self._ready)
 
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantised to float32, in PyTorch's order (shape as listed)."""

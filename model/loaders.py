@@ -76,6 +76,27 @@ def smollm2_path() -> Path:
                           env="HEADLIGHT_SMOLLM2_FILE")
 
 
+def warm_smollm2_cache() -> bool:
+    """SmolLM2's tensors dequantised onto the disk cache, if they are not there yet (model/dequant_cache.py): what
+    a fresh server does in the background, so its first SmolLM2 page does not dequantise. True when it wrote them."""
+    from . import dequant_cache
+    from .gguf import GGUFFile
+
+    path = smollm2_path()
+    verify_file(path, SMOLLM2_SHA256, SMOLLM2_FIX)
+    if not dequant_cache.enabled():
+        return False
+    f = GGUFFile(path, fix=SMOLLM2_FIX)
+    try:
+        if dequant_cache.load(path, {n: t.shape for n, t in f.tensors.items()}) is not None:
+            return False
+        f.prefetch()  # dequantises, and keeps the tensors
+        dequant_cache.join()
+        return True
+    finally:
+        f.close()
+
+
 def load_smollm2_135m(device: torch.device):
     """SmolLM2-135M-Instruct from the installed wheel's GGUF file, verified, dequantised once."""
     from .gguf import load_gguf

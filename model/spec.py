@@ -16,6 +16,8 @@ class ModelSpec:
     loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
     config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
+    scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
+    warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
 
     def load(self, device):
         return self.loader(device)

@@ -70,6 +70,34 @@ def piece_text(token: str, first: bool = True) -> str:
     return token
 
 
+SHOWN_WHITESPACE = {"\n": "↵", " ": "␣", "\t": "⇥", "\r": "␍"}  # how shown_piece marks what is not seen
+
+
+def shown_piece(token: str, scheme: str | None) -> str:
+    """A token as a reader sees it. For a byte-level tokenizer ("bytelevel": GPT-2, SmolLM2) its bytes decoded to
+    text, with a newline shown as ↵, a space as ␣ and a tab as ⇥ ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣", "Ġthe" -> "␣the"), and a
+    byte that is only part of a character as <0xEB> (a Hangul syllable is three bytes, often in two tokens); a
+    SentencePiece byte-fallback piece the same way ("<0x0A>" -> "↵"); any other token as it is."""
+    fallback = scheme == "sentencepiece" and _FALLBACK.fullmatch(token)
+    raw = piece_bytes(token, scheme) if scheme == "bytelevel" or fallback else None
+    if raw is None:
+        return token
+    out, i = [], 0
+    while i < len(raw):
+        for j in range(min(len(raw), i + 4), i, -1):  # the longest whole character from here (UTF-8: 1-4 bytes)
+            try:
+                ch = raw[i:j].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            out.append("".join(SHOWN_WHITESPACE.get(c, c if c.isprintable() else f"<0x{ord(c):02X}>") for c in ch))
+            i = j
+            break
+        else:
+            out.append(f"<0x{raw[i]:02X}>")
+            i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Encoded:
     tokens: list[str]  # as the tokenizer sees them, e.g. ["[CLS]", "the", ..., "[SEP]"]

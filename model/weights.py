@@ -54,6 +54,7 @@ SEQ2SEQ_TINY_SHA256 = {
 # tensors of MiniLM's file the encoder does not use (pooler: sentence-level head; position_ids: a buffer)
 MINILM_IGNORED = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
 _STAMP_DIR = Path(os.environ.get("HEADLIGHT_CACHE", Path.home() / ".cache" / "headlight"))
+CACHE_DIR = _STAMP_DIR  # the app's cache folder: these stamps, and model.dequant_cache's files
 
 
 # ---- files ----------------------------------------------------------------------------------------------------------

@@ -34,6 +34,15 @@ def browser_available() -> str | None:
     return None
 
 
+def require_browser() -> None:
+    """Skip (locally) or fail (under CI) when the browser cannot run."""
+    reason = browser_available()
+    if reason:
+        from ci_support import skip_or_fail
+
+        skip_or_fail(reason)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -92,12 +92,32 @@ def test_portuguese_to_english_in_korean():
     assert "망각 게이트" in _charts(at)[0]
 
 
-def test_korean_text_gets_the_notice_naming_the_models_that_read_it():
-    for lang, needle in (("en", "reads English only"), ("ko", "영어만 읽습니다")):
-        at = _page(text=HOSTILE["korean"], lang=lang)
-        _ok(at)
-        warning = " ".join(w.value for w in at.warning)
-        assert needle in warning and "multilingual-e5-small" in warning and "“동물은”" in warning
+@pytest.mark.parametrize("lang,needle,switch", [("en", "reads English only", "Switch to seq2seq-tiny"),
+                                                ("ko", "영어만 읽습니다", "seq2seq-tiny로 바꾸기")])
+def test_korean_text_shows_no_translation_and_offers_the_switch(lang, needle, switch):
+    """Issue 34: a Korean sentence on the en->pt translator gets the notice, no translation, no decoding steps, and
+    a one-click switch of this page's model to one the registry says reads Hangul (seq2seq-tiny here)."""
+    at = _page(text=HOSTILE["korean"], lang=lang)
+    _ok(at)
+    warning = " ".join(w.value for w in at.warning)
+    assert needle in warning and "multilingual-e5-small, seq2seq-tiny" in warning and "“동물은”" in warning
+    assert "`<unk>`" in warning  # what its tokenizer made of the words, measured: unknown pieces
+    assert not [m.value for m in at.markdown if m.value.startswith("####")]  # no bold "번역: - , , , …"
+    assert not at.get("code") and not _charts(at) and not at.get("slider")
+    button = at.button(key="s2s_switch")
+    assert button.label == switch
+    button.click().run()
+    _ok(at)
+    assert at.selectbox(key="s2s_model").value == "seq2seq-tiny" and not at.warning
+    assert len(_charts(at)) == 4 and any("그 동물 ##은" in c.proto.code_text for c in at.get("code"))
+
+
+def test_a_mostly_english_text_with_a_korean_word_is_still_translated():
+    at = _page(text="The cat 고양이 sat on the mat.")
+    _ok(at)
+    warning = " ".join(w.value for w in at.warning)
+    assert "cannot read 1 of the 7 words" in warning and "No translation" not in warning
+    assert any(m.value.startswith("#### ") for m in at.markdown) and len(_charts(at)) == 5
 
 
 @pytest.mark.parametrize("name", ["script", "emoji", "zero_width_control", "arabic"])

@@ -37,7 +37,7 @@ MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
 LAYERS = {
     "analysis": {"ui", "viz", "app_pages", "app", "serve", "classroom"},
     "viz": {"ui", "app_pages", "app", "serve", "training", "classroom"},
-    "training": {"plotly", "ui", "viz", "app_pages", "app", "serve", "classroom"},
+    "training": {"plotly", "ui", "viz", "analysis", "app_pages", "app", "serve", "classroom"},
     "ui": {"app_pages", "app", "training", "serve"},  # serving is serve/'s; serve/ may import ui/, not the reverse
     "app_pages": {"training", "serve", "classroom"},  # the class store through ui/ only
     "model": {"classroom"},
@@ -161,10 +161,23 @@ def test_classroom_is_pure_python_and_imports_nothing_of_ours():
 
 
 def test_packages_respect_the_layers():
-    """analysis/ never imports ui, viz or pages; viz/ never ui, pages or training; training/ never plotly, ui, viz or
-    pages; ui/ never pages, training or serve (serve/ starts the app and may import ui/); only serve/ and ui/ import
+    """analysis/ never imports ui, viz or pages; viz/ never ui, pages or training; training/ never plotly, ui, viz,
+    analysis or pages; ui/ never pages, training or serve (serve/ starts the app and may import ui/); only serve/ and ui/ import
     classroom/ (model/, analysis/, viz/, i18n/, training/ and the pages never do)."""
     bad = [line for pkg, forbidden in LAYERS.items() for line in offenders(files_of(pkg), forbidden)]
+    assert bad == [], "\n".join(bad)
+
+
+def test_only_analysis_imports_training_at_run_time():
+    """training/ is seq2seq-tiny's training and the Training page's lab (its model, training loop and recorded runs).
+    At run time only analysis/ reads it (analysis/training.py, analysis/training_live.py); the interface reaches it
+    through analysis/, and training/ itself imports model/ only (no Streamlit, plotly, analysis, ui or viz)."""
+    others = [p for p in runtime_files() if top(p) not in ("training", "analysis")]
+    assert {"ui", "viz", "app_pages", "serve", "model"} <= {top(p) for p in others}
+    bad = offenders(others, {"training"})
+    assert bad == [], "only analysis/ imports training/ at run time:\n" + "\n".join(bad)
+    assert offenders(files_of("analysis"), {"training"}), "the scanner sees analysis/ reading the lab"
+    bad = offenders(files_of("training"), {"streamlit", "plotly", "analysis", "ui", "viz"})
     assert bad == [], "\n".join(bad)
 
 

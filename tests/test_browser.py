@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, browser_available, chromium_page, serve_app, wait_for_app
+from browser_support import ROOT, chromium_page, require_browser, serve_app, wait_for_app
 
 from ui.pages import PAGES as TABLE
 
@@ -30,14 +30,6 @@ KEY_FORM = '[data-testid="stMain"] [data-testid="stTextInput"] input, [data-test
 def drawn(name: str) -> str:
     """What shows that a page is drawn: a chart, image or table; the Class page's key form."""
     return KEY_FORM if name == "class" else DRAWN
-
-
-def require_browser() -> None:
-    reason = browser_available()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

@@ -72,6 +72,10 @@ def test_korean_on_smollm2_gets_the_notice():
     assert_ok(at)
     notice = [w.value for w in at.warning if "multilingual-e5-small" in w.value]
     assert len(notice) == 1 and "smollm2-135m" in notice[0], [w.value for w in at.warning]
+    # what its tokenizer does to Hangul, measured on the text (issue 34): byte pieces, not unknown tokens or jamo
+    assert "UTF-8 바이트 조각으로 쪼개므로" in notice[0]
+    assert "알 수 없는 토큰" not in notice[0] and "낱자" not in notice[0]
+    assert at.button(key="_hl_switch_e5").label == "multilingual-e5-small로 바꾸기"
 
 
 # --- the notice and the switch ------------------------------------------------------------------------------------
@@ -84,6 +88,8 @@ def test_korean_on_minilm_gets_a_notice_and_a_one_click_switch(lang):
     notice = [w.value for w in at.warning if "multilingual-e5-small" in w.value]
     assert len(notice) == 1 and "“동물은”" in notice[0] and "9" in notice[0]
     assert _hangul(notice[0].split("“")[0]) == (lang == "ko")  # the sentence's words are Korean in both
+    assert ("`[UNK]` 같은 알 수 없는 토큰이나 낱자(자모)로" if lang == "ko" else "unknown tokens (`[UNK]`) and loose letters") \
+        in notice[0]
     at.button(key="_hl_switch_e5").click().run()
     assert_ok(at)
     assert at.selectbox(key="model").value == E5 and _qp(at, "model") == E5

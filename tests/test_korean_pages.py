@@ -242,6 +242,9 @@ CASES = {
     "heads-smollm2": (page_file("heads"), {"model": "smollm2-135m"},
                       lambda at: _tab_walk(at, uh.K_TAB, ["heads.tab.surgery", "heads.tab.circuits"])),
     "tour": (page_file("tour"), {}, _tour),
+    # the Training page: its six tabs (the live run closed: no lecturer key in the tests)
+    "training": (page_file("training"), {}, lambda at: _tab_walk(at, "train_tab", [f"train.tab.{k}" for k in (
+        "schedule", "smoothing", "teacher", "dropout", "run", "live")])),
     # a rotary model's Q, K, V step: q and k before and after the RoPE turn
     "tour-smollm2-qkv": (page_file("tour"), {"model": "smollm2-135m", "step": str(tour.STEPS.index("qkv") + 1)},
                          rendered_texts),

@@ -80,8 +80,8 @@ def test_seq2seq_captions():
 def test_shown_keeps_the_raw_text_for_the_particle():
     assert md_escape("<eos>") == "\\<eos\\>" and md_escape("<eos>").raw == "<eos>"
     assert esc("<bos>") == "&lt;bos&gt;" and esc("<bos>").raw == "<bos>"
-    assert render("{x:|이}", x=Shown("&lt;bos&gt;", "<bos>")) == "&lt;bos&gt;가"  # "gt" would have said 이
-    assert render("{x:|이}", x="&lt;bos&gt;") == "&lt;bos&gt;이"  # what the old code chose
+    assert render("{x:|이}", x=Shown("&lt;begin&gt;", "<begin>")) == "&lt;begin&gt;이"  # "gt" would have said 가
+    assert render("{x:|이}", x="&lt;begin&gt;") == "&lt;begin&gt;가"  # what the escaped text alone says
 
 
 # ---- English left in the Korean interface ------------------------------------------------------------------------

@@ -108,8 +108,9 @@ def test_all_heads_title_sits_above_the_head_names():
     assert layout["xaxis"]["side"] == "top"
     title_px = LECTURE["title"] * 1.4
     assert layout["title"]["yanchor"] == "top" and layout["title"]["yref"] == "container"
-    assert layout["margin"]["t"] >= title_px + 1.5 * layout["xaxis"]["tickfont"]["size"]
-    assert layout["margin"]["t"] == title_margin(True, below=1.6 * layout["xaxis"]["tickfont"]["size"])
+    assert layout["margin"]["t"] >= title_px + 1.5 * layout["xaxis"]["tickfont"]["size"] + LECTURE["axis_title"]
+    assert layout["margin"]["t"] == title_margin(True, below=1.6 * layout["xaxis"]["tickfont"]["size"]
+                                                 + 1.6 * LECTURE["axis_title"])
 
 
 # ---- head colours -----------------------------------------------------------------------------------------------
@@ -239,11 +240,16 @@ def test_batch_mask_writes_tokens_only_when_they_fit():
 
 
 def test_token_view_legend_sits_in_rows_above_the_lines_under_the_title():
+    """The legend hangs from under the title (container coordinates), so more rows on a phone push the lines down
+    instead of growing up into the title (issue 34); the title is in lines a phone's width."""
     att = np.random.default_rng(6).dirichlet(np.ones(6), size=(12, 6)).astype(np.float32)
     layout = _layout(va.token_view(att, 0, list("abcdef"), list("abcdef"), list(range(12)), lecture=True,
                                    title="multilingual-e5-small · Layer 0"))
     legend = layout["legend"]
-    assert legend["orientation"] == "h" and legend["yanchor"] == "bottom" and legend["y"] == 1.0
+    assert legend["orientation"] == "h" and legend["yanchor"] == "top" and legend["yref"] == "container"
+    assert layout["title"]["text"] == "multilingual-e5-small<br>Layer 0"  # 428 px at 23 px: two lines on a phone
+    assert layout["title"]["pad"]["t"] == 12 + int(LECTURE["title"] * 1.3)  # plotly anchors the first line only
+    assert legend["y"] == pytest.approx(1 - title_margin(True, 2, below=0.6 * LECTURE["title"]) / layout["height"])
     assert legend["entrywidth"] >= text_width("Head 11", LECTURE["legend"])  # no entry cut short
     assert layout["title"]["yref"] == "container" and layout["title"]["yanchor"] == "top"
     assert layout["margin"]["t"] >= title_margin(True) + 2 * LECTURE["legend"]  # two rows of 12 heads on a projector

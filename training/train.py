@@ -73,6 +73,7 @@ from .data import (
     vocabulary,
 )
 from .evaluate import evaluate_task
+from .schedule import ADAM_BETAS, ADAM_EPS, rate
 
 DEV_SIZE = 48  # sentence-like inputs per task for the progress checks (a seed of their own)
 ALIGNMENT = {"layer": -1, "head": "mean"}  # where evaluate.py reads the alignment (written to config.json)
@@ -84,7 +85,7 @@ def lr_at(step: int, d_model: int, warmup: int, factor: float, total: int = 0, c
     """The paper's schedule; step counts from 1. With `cooldown`, the last `cooldown` of `total` steps also fall
     linearly to 5 % of it (a short anneal at the end: fewer noisy updates in the final weights)."""
     step = max(step, 1)
-    lr = factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    lr = rate(step, d_model, warmup, factor)
     if cooldown and total and step > total - cooldown:
         lr *= max(0.05, (total - step) / cooldown)
     return lr
@@ -328,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         model.generator.bias.requires_grad_(False)
         identity_value_path(model)
     model.to(device)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.0, betas=ADAM_BETAS, eps=ADAM_EPS)
     max_len = min(MAX_TEXT_TOKENS, config.max_positions - 3)
     batches = Batches(stream, pool, ids, args.tokens, max_len, args.uniform_share, args.unk_rate, gen,
                       args.repeat_share)
@@ -340,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         info = load_state(run_dir, model, opt, gen)
         step, elapsed, history = info["step"], info["elapsed_s"], info["history"]
-        if info["config"] != config.to_dict():
+        if info["config"] != json.loads(json.dumps(config.to_dict())):  # as stored: tuples read back as lists
             print("error: the saved run has another model config", file=sys.stderr)
             return 2
     n_params = sum(p.numel() for p in model.parameters())

@@ -55,15 +55,17 @@ VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lect
 # typed target, decoder layer and head, the step, decoding over the whole vocabulary
 S2S_QUERY = ("s2s_model", "s2s_task", "s2s_tf", "s2s_target", "s2s_layer", "s2s_head", "s2s_step", "s2s_vocab")
 # the open tab of a page, by its id (the last part of its catalogue key: "ffn" for "steps.tab.ffn"), never its label
-TAB_KEYS = {"explorer": "ex_tab", "heads": "hl_tab", "steps": "steps_tab", "positional": "pe_tab", "masks": "mask_tab"}
+TAB_KEYS = {"explorer": "ex_tab", "heads": "hl_tab", "steps": "steps_tab", "positional": "pe_tab", "masks": "mask_tab",
+            "training": "train_tab"}
 TAB_LABELS = {"ex_tab": ("ex.tab.",), "hl_tab": ("heads.tab.", "e5.tab."), "steps_tab": ("steps.tab.", "trpages.steps.tab."),
-              "pe_tab": ("pe.tab.",), "mask_tab": ("masks.tab.",)}  # the catalogue keys of each tab's labels
+              "pe_tab": ("pe.tab.",), "mask_tab": ("masks.tab.",), "train_tab": ("train.tab.",)}  # each tab's labels
 # the Head lab's own keys in its link besides its tab: the Attribution & patching tab's prompts, target and foil
 # (ui/cause.py) and the Generation tab's settings (ui/generation.py)
 HEADS_TEXT = ("hl_clean", "hl_corrupt", "hl_target", "hl_foil")
 HEADS_GENERATION = ("gen_new", "gen_sample", "gen_temp", "gen_topk", "gen_topp", "gen_seed", "gen_step")
 PAGE_QUERY = {"tour": ("step",), "seq2seq": S2S_QUERY, **{page: (key,) for page, key in TAB_KEYS.items()}}
 PAGE_QUERY["heads"] = (*PAGE_QUERY["heads"], *HEADS_TEXT, *HEADS_GENERATION)
+PAGE_QUERY["training"] = ("task", "snap", "train_tab")  # the Training page's task and recorded snapshot, and its tab
 # the pages' own choices the URL does not carry, kept in session state: the explorer's options
 PAGE_OPTIONS = {"explorer": ("ex_mode", "ex_hide_special", "ex_merge_words")}
 QUERY_KEYS = (*VIEW_KEYS, *dict.fromkeys(k for keys in PAGE_QUERY.values() for k in keys))

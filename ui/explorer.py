@@ -18,9 +18,11 @@ from analysis import explore
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
 from i18n import head_name, t
+from model.tokenizer import shown_piece
 from viz.attention import HEAD_HOVER, grid_figure, grid_figure_mpl, token_view, token_view_mpl
 from viz.export import matrix_csv
 from viz.heatmap import heatmap
+from viz.next_token import next_token_figure
 from viz.theme import esc
 
 from . import quiz, runs, widgets
@@ -275,6 +277,12 @@ def data_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
 NEXT_MORE, NEXT_MAX = 8, 64  # greedy steps per "more" click; the longest continuation shown
 
 
+def shown_tokens(view: View):
+    """token -> the text a reader sees (model.tokenizer.shown_piece for the view's tokenizer's scheme)."""
+    scheme = getattr(getattr(view.model, "tokenizer", None), "scheme", None)
+    return lambda tok: shown_piece(tok, scheme)
+
+
 def next_token_panel(view: View) -> None:
     """A decoder-only model (GPT-2 family): the next-token distribution after the sentence and a greedy
     continuation, one token per step with its probability and the runners-up."""
@@ -282,15 +290,11 @@ def next_token_panel(view: View) -> None:
     st.subheader(t("ex.next.title", lg))
     meta = view.trace.meta
     tokens, probs = list(meta.get("next_tokens", [])), [float(p) for p in meta.get("next_probs", [])]
-    if tokens:
-        fig = {"data": [{"type": "bar", "x": probs[::-1], "y": [esc(x, 24) for x in tokens[::-1]], "orientation": "h",
-                         "hovertemplate": "%{y}: %{x:.4f}<extra></extra>", "marker": {"color": "#4e79a7"}}],
-               "layout": {"height": 60 + 28 * len(tokens), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
-                          "title": {"text": esc(t("ex.next.fig", lg, k=len(tokens)))},
-                          "xaxis": {"range": [0, 1], "title": {"text": esc(t("ex.next.prob", lg))}},
-                          "yaxis": {"type": "category"}}}
-        chart(fig, "ex_next", Export(np.array([probs]), [t("ex.next.prob", lg)], tokens, t("ex.next.fig", lg, k=len(tokens)),
-                                     view.text, f"{view.model_name}-next-token"))
+    shown = shown_tokens(view)
+    if tokens:  # byte-level pieces as text ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣"), at the theme's sizes (lecture mode too)
+        fig = next_token_figure([shown(x) for x in tokens], probs, lecture=view.lecture, lang=lg)
+        chart(fig, "ex_next", Export(np.array([probs]), [t("ex.next.prob", lg)], [shown(x) for x in tokens],
+                                     t("ex.next.fig", lg, k=len(tokens)), view.text, f"{view.model_name}-next-token"))
     # the continuation grows on request, one step (one forward) per click: a new sentence costs one forward here,
     # not eight (see ui.runs.greedy_continuation)
     key, here = "_hl_next_n", (view.model_name, view.text)
@@ -311,7 +315,7 @@ def next_token_panel(view: View) -> None:
     # ids the tokenizer cannot spell (an embedding larger than the vocabulary) show as [id], as in the table
     said = view.model.tokenizer.decode([s.choice.id for s in steps]).strip() or " ".join(s.choice.token for s in steps)
     st.markdown(t("ex.next.continuation", lg) + " " + md_escape(view.text) + " **" + md_escape(said) + "**")
-    rows = [{"step": i + 1, "token": s.choice.token, "probability": round(s.choice.prob, 4),
-             "alternatives": ", ".join(f"{c.token} {c.prob:.2f}" for c in s.top[1:])} for i, s in enumerate(steps)]
+    rows = [{"step": i + 1, "token": shown(s.choice.token), "probability": round(s.choice.prob, 4),
+             "alternatives": ", ".join(f"{shown(c.token)} {c.prob:.2f}" for c in s.top[1:])} for i, s in enumerate(steps)]
     widgets.table(rename_columns(rows, lg), view.lecture, key="ex_next_table")
     st.caption(t("ex.next.caption", lg))

@@ -46,6 +46,8 @@ PAGES: tuple[Page, ...] = (  # in the menu's order
          imports=("ui.runs", "ui.store", "ui.seq2seq", "ui.shell")),
     Page("app_pages/heads.py", "heads.page", ":material/science:",
          imports=("ui.heads", "ui.crosslingual", "ui.generation", "ui.cause", "ui.shell", "ui.state", "ui.widgets")),
+    Page("app_pages/training.py", "page.training", ":material/model_training:", own_model=True,
+         imports=("ui.training_page", "ui.training_run", "ui.shell")),
     Page("app_pages/tour.py", "page.tour", ":material/school:",
          imports=("ui.tour", "ui.shell")),
     Page("app_pages/deck.py", "page.deck", ":material/slideshow:",

@@ -68,16 +68,15 @@ def learned_model_picker(view: View, key: str) -> str | None:
 
 
 def lab_unreadable_notice(view: View, name: str, key: str) -> None:
-    """The notice that `name` cannot read the sentence, with a switch of this lab's picker `key` to
-    multilingual-e5-small. The sidebar's own model has the shell's notice above the page already."""
+    """The notice that `name` cannot read the sentence, with a switch of this lab's picker `key` to a model of the
+    lab's that reads it. The sidebar's own model has the shell's notice above the page already."""
     if name == view.model_name:
         return
     try:
         trace = runs.get_trace(name, view.device, view.text)
     except HeadlightError:
         return
-    readable.unreadable_notice(trace, name, view.lang, key=f"{key}_switch", on_click=set_state,
-                               args=({key: readable.MULTILINGUAL},))
+    readable.unreadable_notice(trace, name, view.lang, key=f"{key}_switch", picker=key, among=learned_models())
 
 
 def sentence_parts(view: View) -> None:

@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import class_room, class_student, deck, present, readable, runs, share, store
+from . import class_room, class_student, css, deck, present, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -241,6 +241,7 @@ def draw_pickers(res: Resolution, lang: str) -> None:
 
 def draw_notices(view: View, page: str) -> None:
     """Above the page: lecture mode's CSS, this run's notices, the switch-model notice, the empty-text hint."""
+    st.html(css.app_css(view.lang))  # phones, Korean line breaks, "No results": a style only, it takes no room
     if view.lecture:
         st.markdown(s.LECTURE_CSS, unsafe_allow_html=True)  # constant CSS, no user text
     for msg in view.notices:

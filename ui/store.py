@@ -28,7 +28,7 @@ import streamlit as st
 
 from analysis.cache import ByteBudgetCache, budget_bytes
 from i18n import error_message, t
-from model import DEFAULT_MODEL, HeadlightError, get_spec, load_model
+from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_model
 
 from .widgets import session_lang
 
@@ -81,6 +81,20 @@ def model_or_default(name: str, device: str, notices: list[str]) -> tuple[str, o
             raise
         notices.append(msg("error.model_fallback", name=name, msg=error_message(exc, session_lang()), default=DEFAULT_MODEL))
         return DEFAULT_MODEL, get_model(DEFAULT_MODEL, device)
+
+
+def warm_model_caches() -> list[str]:
+    """Each registered model's on-disk caches prepared where it declares some (ModelSpec.warm) and they are missing;
+    the names of those that did work. A model whose files are missing or broken is skipped: its page says why."""
+    done = []
+    for name in list_models():
+        spec = get_spec(name)
+        try:
+            if spec.warm is not None and spec.warm():
+                done.append(name)
+        except (HeadlightError, ImportError, OSError):
+            continue
+    return done
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from viz.steps import AXIS_KEYS, build_stages, stage_figure
 from . import generation, quiz, runs
 from . import tour_decoder as dec
 from .layer_view import draw_figures, output_check
+from .pages import page_file
 from .view import View, show_value
 from .widgets import ARROWS_TAKEN, NO_FOCUS_FRAME_CSS, Export, chart, model_facts, presenting, session_lang, table
 
@@ -148,6 +149,8 @@ def render(view: View) -> None:
             st.info(t("tour.need_text", lg), icon=":material/edit:")
         else:
             _encoder_step(view, key, lg, quiz_on)
+    if key == "output":  # how these weights were learned: the Training page
+        st.page_link(page_file("training"), label=t("train.tour_link", lg), icon=":material/model_training:")
     if not presenting():
         st.divider()
         navigation(step, lg, "bottom")

@@ -24,16 +24,19 @@ from .heatmap import block_mean
 from .theme import (
     HIGHLIGHT,
     PAGE_WIDTH,
+    PHONE_WIDTH,
     SLIDE_FONT,
     base_layout,
     esc,
     figure,
     font_size,
+    fonts,
     head_colour,
     number_text,
     rgba,
     text_width,
     title_margin,
+    title_on_top,
 )
 
 COLORSCALE = "Viridis"
@@ -103,17 +106,22 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, lec
     if head_names:
         markers["text"] = [esc(heads[h]) for h in hh.ravel()]
     fs = font_size(lecture)
+    tick, axis_title = max(9, fs - 2), fonts(lecture)["axis_title"]
     layout = base_layout(lecture, max(260, 70 * L + 90), title)
     layout.update(clickmode="event+select", dragmode=False, hovermode="closest")
-    if title:  # the head names sit on top, under the title: the title at the top of the margin, room for both
-        layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
-        layout["margin"]["t"] = title_margin(lecture, below=1.6 * max(9, fs - 2))
-    layout["xaxis"] = dict(tickvals=[h * sx + cx for h in range(H)], ticktext=[esc(x) for x in heads], side="top",
-                           showgrid=False, zeroline=False, tickfont=dict(size=max(9, fs - 2)))
+    if title:  # the heads' numbers and their axis title sit on top, under the title: room for all three
+        title_on_top(layout, lecture)
+        layout["margin"]["t"] = title_margin(lecture, below=1.6 * tick + 1.6 * axis_title)
+    # the plot spans exactly the cells: left to autorange, the invisible click markers padded both axes by their
+    # size (38 px on 9 heads: a blank band of ~130 px under the head names of SmolLM2's 30 layers on a projector)
+    width, height = (H * sx - (1 if metric is None else 0), L * sy - (1 if metric is None else 0))
+    # the heads by number under one axis title ("Head"): "Head 10" in every column turned on a phone, into the title
+    layout["xaxis"] = dict(tickvals=[h * sx + cx for h in range(H)], ticktext=[str(h) for h in range(H)], side="top",
+                           showgrid=False, zeroline=False, tickfont=dict(size=tick), tickangle=0,
+                           range=[-0.5, width - 0.5], title=dict(text=tr("col.head", lang)))
     layout["yaxis"] = dict(tickvals=[layer * sy + cy for layer in range(L)],
-                           ticktext=[tr("ex.layer_n", lang, i=i) for i in range(L)], autorange="reversed",
-                           showgrid=False,
-                           zeroline=False)
+                           ticktext=[tr("ex.layer_n", lang, i=i) for i in range(L)], range=[height - 0.5, -0.5],
+                           showgrid=False, zeroline=False)
     if selected is not None:
         sl, sh = selected
         if 0 <= sl < L and 0 <= sh < H:
@@ -209,18 +217,24 @@ def token_view(layer_att: np.ndarray, query: int, row_tokens: list[str], col_tok
                      textfont=dict(size=fs, color=[HIGHLIGHT if i == query else "#333333" for i in rows]),
                      hoverinfo="skip", showlegend=False))
     height = int(min(1400, max(360, (span + 1) * (30 if lecture else 24) + 120)))
-    layout = base_layout(lecture, height, title)
+    # the title in lines as wide as a phone's page: plotly cuts a title at the figure's edge
+    layout = base_layout(lecture, height, title, width=PHONE_WIDTH)
     # the legend in rows above the lines (plotly wraps them to the width), not beside them: on a phone a column of
     # 12 heads at the right covered the keys; the title at the top of the margin, the legend's rows under it, each
-    # entry as wide as the longest head name (plotly cut the last one); the caption says a click toggles a head
+    # entry as wide as the longest head name (plotly cut the last one); the caption says a click toggles a head.
+    # The legend hangs from just under the title (container coordinates): on a page narrower than a projector's it
+    # has more rows, and plotly pushes the lines down for them, where a legend standing on the lines grew up into
+    # the title (a phone)
     entry = max((text_width(tr("ex.head_n", lang, i=h), fs) for h in heads), default=0.0) + 12
     per_row = max(1, int((PAGE_WIDTH - 40) // (entry + 45)))  # 45 px: the line symbol and its gap
     rows_px = -(-len(heads) // per_row) * fs * 1.7  # the legend's rows on a projector-wide page
+    top = layout["margin"]["t"] if title else 10  # the title's lines
     if title:
-        layout["title"].update(y=1.0, yref="container", yanchor="top", pad=dict(t=12))
-    layout["margin"]["t"] = (title_margin(lecture) if title else 10) + int(rows_px)
+        title_on_top(layout, lecture)
+    layout["margin"]["t"] = top + int(rows_px)
     layout.update(hovermode="closest", dragmode=False,
-                  legend=dict(orientation="h", x=0.0, xanchor="left", y=1.0, yanchor="bottom", entrywidth=int(entry)),
+                  legend=dict(orientation="h", x=0.0, xanchor="left", yref="container", y=1 - top / layout["height"],
+                              yanchor="top", entrywidth=int(entry)),
                   xaxis=dict(range=[-0.6, 1.6], visible=False, fixedrange=True),
                   yaxis=dict(visible=False, fixedrange=True, range=[-span - 0.8, 0.8]))
     return figure(data, layout)

@@ -149,11 +149,13 @@ def heatmap(
     finite = np.isfinite(z)
     f = fonts(lecture)
     layout = base_layout(lecture, height or int(min(820, max(300, 22 * z.shape[0] + 150))),
-                         title + (tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""))
+                         title + (tr("ex.viz.pooled", lang, fr=fr, fc=fc) if fr * fc > 1 else ""),
+                         width=width or PAGE_WIDTH)  # a title wider than the figure in lines (a half column)
     xticks, yticks = sparse_ticks(cols), sparse_ticks(rows)
     cell_w, cell_h, angle, tick = tick_style(rows, cols, xticks, yticks, width=width or PAGE_WIDTH,
                                              height=layout["height"], lecture=lecture, titled=bool(title),
-                                             xlabel=bool(xlabel), ylabel=bool(ylabel))
+                                             xlabel=bool(xlabel), ylabel=bool(ylabel),
+                                             title_lines=layout["title"]["text"].count("<br>") + 1)
     heat = dict(type="heatmap", z=z, x=cols, y=rows, colorscale=colorscale, hoverongaps=False,
                 zmin=zmin, zmax=zmax if zmax is not None or zmin is None or not finite.any() else float(z[finite].max()),
                 xgap=1 if z.shape[1] <= 40 else 0, ygap=1 if z.shape[0] <= 40 else 0,
@@ -177,8 +179,8 @@ def heatmap(
                              text=["✕"] * len(xs), hoverinfo="skip", showlegend=False,
                              textfont=dict(color="#7a7a7a", size=mark)))
     layout.update(plot_bgcolor=MASKED_BG,
-                  xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickangle=angle,
-                             tickfont=dict(size=tick[0]), showgrid=False, **_tickvals(xticks)),
+                  xaxis=dict(title=dict(text=esc(xlabel)), type="category", tickfont=dict(size=tick[0]),
+                             showgrid=False, **({"tickangle": angle} if angle else {}), **_tickvals(xticks)),
                   yaxis=dict(title=dict(text=esc(ylabel)), type="category", autorange="reversed",
                              tickfont=dict(size=tick[1]), showgrid=False, **_tickvals(yticks)))
     if highlight_row is not None and 0 <= highlight_row < m.shape[0]:
@@ -200,11 +202,12 @@ def row_highlight(r: int, rows: list[str], yticks: list | None, lecture: bool = 
 
 def tick_style(rows: list[str], cols: list[str], xticks: list | None, yticks: list | None, *, width: int,
                height: int, lecture: bool, titled: bool = True, xlabel: bool = True,
-               ylabel: bool = True) -> tuple[float, float, int, tuple[int, int]]:
+               ylabel: bool = True, title_lines: int = 1) -> tuple[float, float, int, tuple[int, int]]:
     """(cell width, cell height, x tick angle, (x tick size, y tick size)) of a heatmap drawn `width` x `height` px:
     the plot area is what the tick labels, axis titles, colour bar and title leave. A column label wider than its
     cell turns the labels to -60°; tick labels shrink to the spacing of the ticks they label (not below 7 px, or in
-    lecture mode the smallest readable cell number, MIN_CELL_FONT)."""
+    lecture mode the smallest readable cell number, MIN_CELL_FONT). Labels that fit are given no angle: plotly's own
+    ("auto") keeps them level on the projector and turns them where the figure is drawn narrower (a phone)."""
     f = fonts(lecture)
     label_w = max((text_width(r, f["tick"]) for r in rows), default=0.0)
     left = label_w + (1.4 * f["axis_title"] if ylabel else 0) + 20
@@ -214,7 +217,7 @@ def tick_style(rows: list[str], cols: list[str], xticks: list | None, yticks: li
     col_w = max((text_width(c, f["tick"]) for c in (xticks or cols)), default=0.0)
     turned = col_w > cell_w * x_step * 0.9
     bottom = (col_w * 0.87 if turned else f["tick"] * 1.4) + (1.4 * f["axis_title"] if xlabel else 0) + 20
-    top = (f["title"] * 1.4 + 24) if titled else 20
+    top = (f["title"] * 1.4 * title_lines + 24) if titled else 20
     cell_h = max(1.0, (height - top - bottom) / max(len(rows), 1))
     y_step = len(rows) / len(yticks) if yticks else 1
     x_tick = int(min(f["tick"], cell_w * x_step / 1.3 if turned else f["tick"]))
@@ -272,7 +275,10 @@ def _tickvals(ticks: list | None) -> dict:
 
 def sparse_ticks(labels: list) -> list | None:
     """Every k-th label of a long axis of plain indices ("0", "1", ... as for model dimensions), at most
-    SPARSE_TICKS of them; None (plotly's own choice) for words and short axes."""
-    if len(labels) <= LONG_AXIS or not all(str(x).isdigit() for x in labels):
-        return None
-    return list(labels[::tick_step(len(labels), SPARSE_TICKS)])
+    SPARSE_TICKS of them; every label of a word axis (tokens) of at most LONG_AXIS words: left to itself, plotly
+    drops every other word when the labels are closer than it likes (a phone, 390 px, lost half the keys); None
+    (plotly's own choice) for short numbered axes and long word axes."""
+    numbered = all(str(x).isdigit() for x in labels)
+    if len(labels) <= LONG_AXIS:
+        return None if numbered else list(labels)
+    return list(labels[::tick_step(len(labels), SPARSE_TICKS)]) if numbered else None

@@ -64,7 +64,7 @@ def _row_outline(row: int, n_cols: int) -> dict:
 
 
 def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, lecture: bool = False,
-                     lang: str = "en") -> go.Figure:
+                     lang: str = "en", width: int | None = None) -> go.Figure:
     """Bar chart: where the newest decoder token looks in the source at this step."""
     s = run.steps[step - 1]
     row = pick(s.cross_row, layer, head)  # (m,)
@@ -73,13 +73,14 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
     colours = ["#e63946" if i == best else "#4e79a7" for i in range(len(row))]
     bar = dict(type="bar", x=labels, y=row, marker=dict(color=colours), hovertemplate="%{x}: %{y:.3f}<extra></extra>")
     title = t("s2s.fig.row", lang, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16))
-    layout = base_layout(lecture, 320, title)
+    layout = base_layout(lecture, 320, title, width=width)  # a long title in lines (a half column)
     layout.update(yaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.weight", lang))),
                   xaxis=dict(type="category", tickangle=-60 if len(labels) > 8 else 0))
     return figure([bar], layout)
 
 
-def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en") -> go.Figure:
+def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en",
+                width: int | None = None) -> go.Figure:
     """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary)."""
     s = run.steps[step - 1]
     allowed = getattr(s, "top_allowed", None) or (True,) * len(s.top_tokens)  # a shortlist's verdict (translator)
@@ -91,7 +92,7 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str
     bar = dict(type="bar", x=s.top_probs, y=labels, orientation="h", marker=dict(color=colours),
                text=[f"{p:.3f}" for p in s.top_probs], textposition="outside", cliponaxis=False,
                hovertemplate="%{y}: %{x:.4f}<extra></extra>")
-    layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K))
+    layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K), width=width)
     layout.update(xaxis=dict(range=[0, 1.12], title=dict(text=t("s2s.axis.probability", lang)),
                              tickvals=[0, 0.25, 0.5, 0.75, 1]),
                   yaxis=dict(autorange="reversed", type="category"))

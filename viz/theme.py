@@ -45,6 +45,7 @@ MIN_CELL_FONT = {False: 9, True: 14}  # the smallest number worth writing in a h
 # The width (px) a figure is drawn at when it fills the page: Streamlit's main area (wide layout) on a 1600 px wide
 # window with the sidebar open. Builders that decide on pixels (cell numbers, tick angles) assume it, or a column of it.
 PAGE_WIDTH = 1140
+PHONE_WIDTH = 358  # the main area of a 390 px phone (Streamlit's 1rem padding each side)
 COLUMN_GAP = 16  # st.columns' default gap ("small", 1rem)
 CHAR_EM = 0.65  # plotly's own estimate of a character's width in a heatmap cell (its line spacing 1.3 / 2)
 
@@ -120,16 +121,56 @@ def cell_text_fits(cell_w: float, cell_h: float, text: str, px: float) -> bool:
     return len(text) * CHAR_EM * px <= cell_w and 1.3 * px <= cell_h
 
 
-def base_layout(lecture: bool, height: int, title: str = "") -> dict:
+def base_layout(lecture: bool, height: int, title: str = "", width: int | None = None) -> dict:
     """Common plotly layout: font, height (x LECTURE_SCALE in lecture mode), margins, title. `figure` fills in the
-    sizes of the other texts (legend, ticks, axis titles, annotations, bar text) from the same table (FONTS)."""
+    sizes of the other texts (legend, ticks, axis titles, annotations, bar text) from the same table (FONTS).
+    `width`: the px the figure is drawn at; a title wider than that is broken into lines (`wrap_title`), with the
+    margin for them: plotly never wraps a title, it cuts it at the figure's edge."""
     f = fonts(lecture)
+    lines = 1
+    if title and width:
+        title, lines = wrap_title(title, width, f["title"])
     return dict(
         height=int(height * (LECTURE_SCALE if lecture else 1.0)),
         font=dict(size=f["base"]),
         title=dict(text=title, font=dict(size=f["title"])),
-        margin=dict(l=10, r=10, t=title_margin(lecture) if title else 20, b=10),
+        # a title in lines sits in the middle of the margin: more room for it, clear of the plot's top tick label
+        margin=dict(l=10, r=10, t=title_margin(lecture, lines, below=(lines - 1) * 0.6 * f["title"]) if title else 20,
+                    b=10),
     )
+
+
+def wrap_title(title: str, width: float, px: int) -> tuple[str, int]:
+    """(`title` in lines no wider than `width` px at `px` px, the number of lines): broken at its " · " parts, then
+    at spaces where one part alone is too wide; markup and escapes stay whole ("<sup>", "&lt;")."""
+    room = width - 24  # the title's own padding
+    if text_width(title, px) <= room:
+        return title, 1
+    lines: list[str] = []
+    for part in title.split(" · "):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and text_width(joined, px) <= room:
+            lines[-1] = joined
+            continue
+        words, line = part.split(" "), ""
+        for w in words:  # a part too wide alone: by words
+            cand = f"{line} {w}" if line else w
+            if line and text_width(cand, px) > room:
+                lines.append(line)
+                line = w
+            else:
+                line = cand
+        lines.append(line)
+    return "<br>".join(lines), len(lines)
+
+
+def title_on_top(layout: dict, lecture: bool) -> None:
+    """Pin a layout's title to the top of the figure (container coordinates), for figures with more text under it
+    in the margin (a legend, the heads' numbers). Plotly anchors only the first line of a title at "top": each
+    further line (<br>) moves the title up by a line, off the figure; the padding takes it back down."""
+    extra = str(layout["title"].get("text", "")).count("<br>")
+    layout["title"].update(y=1.0, yref="container", yanchor="top",
+                           pad=dict(t=12 + int(extra * fonts(lecture)["title"] * 1.3)))
 
 
 def title_margin(lecture: bool, lines: int = 1, below: float = 0.0) -> int:

@@ -1,6 +1,6 @@
 """The guided tour's claims against each model's own config (issue 34: the tour told a lecturer that SmolLM2 adds a
 bias b, that its layer output is a second Add & Norm, that it has LN_1, that the sidebar's model runs only the encoder
-steps, and drew two identical panels for RoPE). All 15 steps walked with Next on every kind of model, in English and
+steps, and drew two identical panels for RoPE). All 16 steps walked with Next on every kind of model, in English and
 Korean, and every caption and formula checked against TransformerConfig:
 
     bias          "+ b^Q", "+ b^O", "b_1" and the captions that name a bias: shown iff the model has that bias
@@ -241,6 +241,6 @@ def test_quiz_on_a_decoder_only_model(lang):
     for _ in range(5):
         at.button(key="tour_next_top").click().run()
     assert_ok(at)
-    assert at.subheader[0].value.startswith(t("tour.step_title", lang, i=14, n=15, title="")[:8])
+    assert at.subheader[0].value.startswith(t("tour.step_title", lang, i=14, n=len(tour.STEPS), title="")[:8])
     assert [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")] == [
         t("tour.dec.fig.next", lang, model="smollm2-135m", k=5)]

@@ -124,7 +124,10 @@ class Layer(nn.Module):
             self.cross_attn = MultiHeadAttention(config, cross=True)  # Q from the decoder, K and V from the encoder
             self.norm2 = make_norm(config)
         self.ffn = FeedForward(config)
-        setattr(self, f"norm{3 if cross else 2}", make_norm(config))
+        if cross:  # the FFN's norm: the third sublayer's on a decoder layer with cross-attention, else the second's
+            self.norm3 = make_norm(config)
+        else:
+            self.norm2 = make_norm(config)
         self.drop = nn.Dropout(config.dropout)
         self.pre_norm = config.norm_placement == "pre"
         self.has_cross = cross

@@ -104,11 +104,12 @@ def step_rows_padded(gen: Generation, step: int) -> np.ndarray:
     return ro(rows)
 
 
-def step_table(gen: Generation, top: int = 3) -> list[dict]:
-    """One row per step: step, position, token, its probability, the probability it was drawn with, the runners-up."""
-    return [{"step": k, "position": s.position, "token": s.choice.token, "prob": round(s.choice.prob, 4),
+def step_table(gen: Generation, top: int = 3, spell=str) -> list[dict]:
+    """One row per step: step, position, token, its probability, the probability it was drawn with, the runners-up.
+    `spell`: a token -> the text shown for it (the page's: byte-level pieces as the text they spell)."""
+    return [{"step": k, "position": s.position, "token": spell(s.choice.token), "prob": round(s.choice.prob, 4),
              "drawn": round(s.drawn_prob, 4),
-             "top": "  ".join(f"{c.token} {c.prob:.2f}" for c in s.top[:top])} for k, s in enumerate(gen.steps)]
+             "top": "  ".join(f"{spell(c.token)} {c.prob:.2f}" for c in s.top[:top])} for k, s in enumerate(gen.steps)]
 
 
 # ---- a patching result as plain JSON -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from model import load_model
 from model.cause.attribution import attribute
 from model.cause.generation import Sampling, generate
 from model.errors import InputError
+from model.tokenizer import shown_piece
 from ui import saved
 from ui.deck import DECK
 from ui.pages import page_file
@@ -63,15 +64,16 @@ def test_generation_replay_tab(smol):
     assert said.startswith("Paris.")
     assert md_escape(PROMPT) + " **" + md_escape(" ⏎ ".join(said.splitlines())) + "**" in _texts(at)
     df = at.table[0].value if at.table else at.dataframe[0].value
-    assert list(df.iloc[:, 2]) == [s.choice.token for s in g.steps]  # the token column, step by step
+    spelled = [shown_piece(s.choice.token, "bytelevel") for s in g.steps]  # byte-level pieces as their text
+    assert spelled[0] == "␣Paris" and list(df.iloc[:, 2]) == spelled  # the token column, step by step
     np.testing.assert_allclose(df.iloc[:, 3].to_numpy(dtype=float), [round(s.choice.prob, 4) for s in g.steps])
-    assert t("cause.gen.step_line", "en", k=0, q=4, query="Ġis", token="ĠParis", p=g.steps[0].choice.prob, m=5) \
+    assert t("cause.gen.step_line", "en", k=0, q=4, query="␣is", token="␣Paris", p=g.steps[0].choice.prob, m=5) \
         in _texts(at)
     assert len(charts(at)) == 9  # 2 step rows, K and V, the KV groups, 3 costs, the sink
     at.slider(key="gen_step").set_value(3).run()
     assert_ok(at)
     s3 = g.steps[3]
-    assert t("cause.gen.step_line", "en", k=3, q=7, query=g.tokens[7], token=s3.choice.token, p=s3.choice.prob,
+    assert t("cause.gen.step_line", "en", k=3, q=7, query=shown_piece(g.tokens[7], "bytelevel"), token=spelled[3], p=s3.choice.prob,
              m=8) in _texts(at)
     assert any(t("cause.gen.groups_text", "en", h=9, g=3, per=3, saved=3.0) == m for m in _texts(at))
 
@@ -82,7 +84,7 @@ def test_sampled_replay_from_the_link(smol):
     assert_ok(at)
     g = generate(smol, PROMPT, 6, Sampling(1.2, 40, 0.95, 7))
     df = at.table[0].value if at.table else at.dataframe[0].value
-    assert list(df.iloc[:, 2]) == [s.choice.token for s in g.steps]
+    assert list(df.iloc[:, 2]) == [shown_piece(s.choice.token, "bytelevel") for s in g.steps]
     np.testing.assert_allclose(df.iloc[:, 4].to_numpy(dtype=float), [round(s.drawn_prob, 4) for s in g.steps])
 
 
@@ -169,7 +171,7 @@ def test_a_deck_slide_reopens_the_generation_settings(smol):
     at.button(key="deck_from_0").click().run()
     assert_ok(at)
     df = at.table[0].value if at.table else at.dataframe[0].value
-    assert list(df.iloc[:, 2]) == [s.choice.token for s in generate(smol, PROMPT, 6, Sampling(1.2, 40, 0.95, 7)).steps]
+    assert list(df.iloc[:, 2]) == [shown_piece(s.choice.token, "bytelevel") for s in generate(smol, PROMPT, 6, Sampling(1.2, 40, 0.95, 7)).steps]
 
 
 @pytest.mark.slow
@@ -187,7 +189,7 @@ def test_a_translators_decoder_replays_over_its_cache(name, charts_n):
     g = generate_seq2seq(m, text, 12)
     assert g.ids == m.decode_ids(m.encode_source(text).ids)[: len(g.ids)]
     df = at.table[0].value if at.table else at.dataframe[0].value
-    assert list(df.iloc[:, 2]) == [s.choice.token for s in g.steps]
+    assert list(df.iloc[:, 2]) == [shown_piece(s.choice.token, "bytelevel") for s in g.steps]
     assert len(charts(at)) == charts_n
     captions = [c.value for c in at.caption]
     assert (t("cause.gen.ssru", "en", d=256, bytes=g.steps[0].cache_bytes) in captions) == (name == "bergamot-en-pt")

@@ -25,7 +25,7 @@ from viz import cause as vc
 
 from . import deck, runs, saved
 from .explorer import head_from_selection
-from .generation import needs_language_model
+from .generation import needs_language_model, shown_tokens
 from .state import safe_callback
 from .store import results
 from .view import K_HEAD, K_LAYER, View, md_escape
@@ -199,9 +199,11 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
     else:
         grid = scaled(p.residual)
         title = t("cause.patch.residual_title", lg)
-        chart(vc.residual_grid(grid, list(p.clean_tokens), list(p.corrupt_tokens), title=title, colorbar=bar,
+        spelled = shown_tokens(view)  # byte-level pieces as the text they spell
+        clean_tokens, corrupt_tokens = [spelled(x) for x in p.clean_tokens], [spelled(x) for x in p.corrupt_tokens]
+        chart(vc.residual_grid(grid, clean_tokens, corrupt_tokens, title=title, colorbar=bar,
                                lecture=view.lecture, lang=lg, zmax=1.0 if normalised else None), "cause_patch_resid",
-              Export(grid, [t("ex.layer_n", lg, i=i) for i in range(grid.shape[0])], list(p.clean_tokens), title,
+              Export(grid, [t("ex.layer_n", lg, i=i) for i in range(grid.shape[0])], clean_tokens, title,
                      f"{clean} / {corrupt}", "patching-residual"))
     st.caption(t("cause.patch.note", lg))
     st.button(t("cause.patch.save", lg), key="cause_save", on_click=_save, args=(key, cause.patching_to_json(p)),
@@ -224,8 +226,10 @@ def picked(view: View, clean: str, a, p) -> None:
             say(exc, lg)
         else:
             att = tr.attention(tr.blocks[0])[layer, head]
-            chart(vc.head_map(att, tr.source_tokens, layer, head, lecture=view.lecture, lang=lg, kv=kv),
-                  "cause_head_map", Export(att, tr.source_tokens, tr.source_tokens, layer_head(layer, head, lg, kv),
+            spelled = shown_tokens(view)
+            tokens = [spelled(x) for x in tr.source_tokens]
+            chart(vc.head_map(att, tokens, layer, head, lecture=view.lecture, lang=lg, kv=kv),
+                  "cause_head_map", Export(att, tokens, tokens, layer_head(layer, head, lg, kv),
                                            clean, "picked-head-attention"))
     values = {}
     if a is not None:

@@ -13,6 +13,7 @@ import streamlit as st
 from analysis import cause
 from i18n import error_message, t
 from model.errors import InputError
+from model.tokenizer import TextTokenizer, shown_piece
 from viz import cause as vc
 
 from . import runs
@@ -69,6 +70,14 @@ def run(view: View, n, temperature, top_k, top_p, seed, timed):
         return None
 
 
+def shown_tokens(view: View):
+    """token -> the text a reader sees: a byte-level piece as the text it spells ("ĠParis" -> "␣Paris", a Hangul
+    syllable's bytes as the syllable), any other token as it is (model.tokenizer.shown_piece)."""
+    tok = view.model.tokenizer
+    scheme = tok.scheme if isinstance(tok, TextTokenizer) else None
+    return lambda x: shown_piece(x, scheme)
+
+
 def written(view: View, gen, step: int | None) -> None:
     """The prompt and what the model wrote (detokenized, in bold), then each generated token as a code span, the
     chosen step's marked."""
@@ -77,9 +86,9 @@ def written(view: View, gen, step: int | None) -> None:
         or " ".join(gen.tokens)  # an encoder-decoder's output text drops its end token
     said = " ⏎ ".join(said.splitlines())  # a new line the model wrote, shown as one
     st.markdown(md_escape(gen.prompt) + " **" + md_escape(said) + "**")
-    out = []
+    out, shown = [], shown_tokens(view)
     for k, s in enumerate(gen.steps):
-        tok = "`" + s.choice.token.replace("`", "ˋ") + "`"
+        tok = "`" + shown(s.choice.token).replace("`", "ˋ") + "`"
         out.append(f"**▸{k}** {tok}" if k == step else tok)
     st.caption(t("cause.gen.tokens", view.lang) + " " + " ".join(out))
 
@@ -113,11 +122,12 @@ def step_view(view: View, gen, k: int) -> None:
     """The chosen step: the query's rows over the keys so far (and, on an encoder-decoder, over the source), and the
     keys and values it appended."""
     lg, s = view.lang, gen.steps[k]
-    tokens = gen.tokens
+    shown = shown_tokens(view)
+    tokens = [shown(x) for x in gen.tokens]
     q = len(gen.prompt_ids) + k - 1
     line = "cause.gen.step_line_s2s" if gen.source_tokens else "cause.gen.step_line"
-    st.markdown(t(line, lg, k=k, q=q, query=md_escape(tokens[q]), token=md_escape(s.choice.token), p=s.choice.prob,
-                  m=q + 1))
+    st.markdown(t(line, lg, k=k, q=q, query=md_escape(tokens[q]), token=md_escape(shown(s.choice.token)),
+                  p=s.choice.prob, m=q + 1))
     if gen.source_tokens:
         row_pair(view, gen, k, cause.cross_rows(gen, k), list(gen.source_tokens), "cross")
     if not gen.has_self_rows:
@@ -208,7 +218,7 @@ def section(view: View) -> None:
     if gen.shortlist:
         st.caption(t("cause.gen.shortlist", lg))
     names = {k: t(f"cause.gen.col.{k}", lg) for k in ("step", "position", "token", "prob", "drawn", "top")}
-    table(rename_columns(cause.step_table(gen), lg, names), view.lecture, key="gen_table", height=240)
+    table(rename_columns(cause.step_table(gen, spell=shown_tokens(view)), lg, names), view.lecture, key="gen_table", height=240)
     step_view(view, gen, k)
     if gen.has_self_rows:
         st.subheader(t("cause.gen.groups_head", lg))

@@ -32,6 +32,7 @@ from ui.pages import page_file
 
 STREAMLIT_PACKAGES = ("ui", "app_pages", "app", "serve")
 MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
+MAX_MODULE_LINES = 450  # the developers' guide: "modules at most 450 lines"
 
 # the layers above each package: what it must never import (streamlit, plotly, torch and transformers: rules below)
 LAYERS = {
@@ -205,6 +206,16 @@ def test_no_module_imports_a_private_name_of_another():
                 bad += [f"{rel(p)}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {a.name}"
                         for a in node.names if a.name.startswith("_")]
     assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
+
+
+# ---- size ----------------------------------------------------------------------------------------------------------
+def test_no_module_is_longer_than_450_lines():
+    """Every run-time module (tests/ and bench/ aside) is at most 450 lines: a longer one is split by responsibility."""
+    files = runtime_files()
+    assert len(files) > 100 and any(rel(p) == "ui/tour.py" for p in files)
+    long = [f"{rel(p)}: {n} lines (at most {MAX_MODULE_LINES})" for p in files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert long == [], "\n".join(long)
 
 
 # ---- pages ---------------------------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Why a keyed JSON catalogue and not gettext: the Python ecosystem's standard is g
 files via Babel). It keys messages by their English text and needs a compile step (.po -> .mo) and a tool chain
 (xgettext / pybabel) to stay in sync; Streamlit reruns the whole script per interaction and only needs a
 dictionary lookup per label, with the language chosen per session (not per process, as `gettext.install` would
-set it). A small keyed catalogue — JSON files per language (i18n/en.json, i18n/ko.json, plus parts such as
-i18n/en.labs.json), plain `str.format`
+set it). A small keyed catalogue — JSON files per language, one per key prefix (i18n/en.tour.json holds every
+`tour.*` key, i18n/ko.heads.json every Korean `heads.*` key), plain `str.format`
 placeholders, and a test (tests/test_i18n.py) that every key exists in both languages with identical placeholders
 and that the Korean text uses the glossary's terms — is what Streamlit's own multilingual examples do and needs
 no build step. Translators edit JSON; a missing key fails the test, never the app (English, then the key itself,
@@ -46,8 +46,9 @@ _DIR = Path(__file__).resolve().parent
 
 
 def catalogue_files(lang: str) -> list[Path]:
-    """One language's files: i18n/<lang>.json, then its parts i18n/<lang>.<part>.json (one per group of pages)."""
-    return [_DIR / f"{lang}.json", *sorted(_DIR.glob(f"{lang}.*.json"))]
+    """One language's files, i18n/<lang>.<prefix>.json: each holds the keys that start with `<prefix>.`
+    (tests/test_i18n.py checks it)."""
+    return sorted(_DIR.glob(f"{lang}.*.json"))
 
 
 @functools.cache

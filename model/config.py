@@ -1,6 +1,6 @@
 """One dataclass that says how every Transformer here is built, plus named presets.
 
-A model family is this config plus a weight-name table (model/families.py): the paper's model, MiniLM,
+A model family is this config plus a weight-name table (model/hf/families.py): the paper's model, MiniLM,
 multilingual-e5-small, BERT / RoBERTa / XLM-R / DistilBERT, GPT-2, BART and Marian all run on the same modules
 (model/layers.py), which read how to build a block from here (TransformerLens' HookedTransformerConfig does the same).
 

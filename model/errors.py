@@ -7,7 +7,7 @@ app also names its message in the app's catalogue, so the interface can say it i
     raise InputError(f"The text is empty: ...", key="empty_text")
     raise WeightsError(f"Missing weight file: {path}. Fix: {fix}", key="weights_missing", path=path, fix=fix)
 
-The English text exists once, here at the raise site. `key` is looked up as "error.<key>" in i18n/ko.errors.json
+The English text exists once, here at the raise site. `key` is looked up as "error.<key>" in i18n/ko.error.json
 (other languages) and formatted with the other keyword arguments (`params`); a test checks that every key used in
 model/, analysis/ and ui/ exists there with exactly these placeholders. No i18n import here: the model package does not know about languages.
 """

@@ -1,5 +1,5 @@
 """The one Transformer: every model here, from the paper's encoder-decoder to BERT and GPT-2, is this module with
-its own config (model/config.py) and weight table (model/families.py). Built as the Annotated Transformer's
+its own config (model/config.py) and weight table (model/hf/families.py). Built as the Annotated Transformer's
 `make_model` builds Vaswani et al. 2017, but with attention returned rather than stored.
 
     encoder-only (BERT family):  src_embed -> encoder

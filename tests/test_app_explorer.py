@@ -143,7 +143,7 @@ def test_encoder_decoder_blocks():
 
 
 def test_grid_click_selection_maps_to_layer_and_head():
-    from ui.explorer import head_from_selection
+    from ui.widgets import head_from_selection
 
     # what st.plotly_chart keeps in session state after a click on the marker of layer 4, head 9
     state = {"selection": {"points": [{"customdata": [4, 9], "point_index": 57}], "point_indices": [57]}}

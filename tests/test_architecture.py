@@ -28,10 +28,11 @@ from source_support import (
     top,
 )
 
-from ui.pages import page_file
+from ui.pages import PAGES, page_file
 
 STREAMLIT_PACKAGES = ("ui", "app_pages", "app", "serve")
 MAX_PAGE_LINES = 60  # README: "each page is at most 60 lines"
+MAX_MODULE_LINES = 450  # the developers' guide: "modules at most 450 lines"
 
 # the layers above each package: what it must never import (streamlit, plotly, torch and transformers: rules below)
 LAYERS = {
@@ -207,11 +208,61 @@ def test_no_module_imports_a_private_name_of_another():
     assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
 
 
+# ---- size ----------------------------------------------------------------------------------------------------------
+def test_no_module_is_longer_than_450_lines():
+    """Every run-time module (tests/ and bench/ aside) is at most 450 lines: a longer one is split by responsibility."""
+    files = runtime_files()
+    assert len(files) > 100 and any(rel(p) == "ui/tour.py" for p in files)
+    long = [f"{rel(p)}: {n} lines (at most {MAX_MODULE_LINES})" for p in files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert long == [], "\n".join(long)
+
+
 # ---- pages ---------------------------------------------------------------------------------------------------------
 def test_pages_are_thin():
     """Each page in app_pages/ is at most 60 lines: the sections live in ui/, the numbers in analysis/."""
     pages = sorted((ROOT / "app_pages").glob("*.py"))
-    assert len(pages) >= 7, "the seven pages"
+    assert len(pages) == len(PAGES) >= 10, "the ten pages"
     long = [f"{rel(p)}:{n}: {n} lines (at most {MAX_PAGE_LINES})" for p in pages
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGE_LINES]
     assert long == [], "\n".join(long)
+
+
+# the ui/ modules a page script imports that are not that page's own: the shell and its state, the model store and
+# the runs, the widgets, and the sections drawn by more than one page (the generation replay over the KV cache: the
+# Head lab's Generation tab and the tour's step 15)
+SHARED_UI = {"ui.shell", "ui.state", "ui.store", "ui.runs", "ui.widgets", "ui.generation"}
+
+
+def page_own_modules() -> dict[str, set[str]]:
+    """Page name -> the ui/ modules its script imports as its own (ui/pages.py `imports`, the shared ones aside)."""
+    return {p.name: {m for m in p.imports if m.startswith("ui.")} - SHARED_UI for p in PAGES}
+
+
+def test_pages_do_not_import_each_other():
+    """A page's own modules never reach another page's own modules, directly or through any module between them
+    (the deck page's ui/present.py importing ui/tour.py counts): what two pages share lives in a shared module."""
+    own = page_own_modules()
+    owner = {m: name for name, mods in own.items() for m in mods}
+    assert len(owner) == sum(map(len, own.values())) >= 12, "a module is the own module of two pages"
+    assert {"ui.tour", "ui.deck", "ui.heads", "ui.seq2seq", "ui.explorer", "ui.cause"} <= set(owner)
+    mods = graph_modules()
+    edges = import_edges(mods)
+    bad = []
+    for name, start in own.items():
+        came_from = {m: None for m in start}
+        todo = sorted(start)
+        while todo:
+            m = todo.pop()
+            for dep in edges[m]:
+                if dep.startswith("ui.") and dep not in came_from:
+                    came_from[dep] = m
+                    todo.append(dep)
+        for dep in sorted(came_from):
+            if owner.get(dep, name) != name:
+                chain, cur = [dep], came_from[dep]
+                while cur is not None:
+                    chain.append(cur)
+                    cur = came_from[cur]
+                bad.append(f"page {name}: {' -> '.join(reversed(chain))} (page {owner[dep]}'s)")
+    assert bad == [], "pages importing other pages' modules:\n" + "\n".join(bad)

@@ -4,6 +4,7 @@ lecture notes' way: 어텐션, 쿼리, 인코더 ... and Positional Encoding, So
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from ci_support import skip_or_fail
 
 from i18n import LANGS, catalogue, glossary, pick_lang, t, term
-from i18n.catalog import placeholders, render
+from i18n.catalog import catalogue_files, placeholders, render
 
 ROOT = Path(__file__).resolve().parents[1]
 USERS = ["ui/tour.py", "ui/tour_decoder.py", "ui/quiz.py", "ui/share.py"]
@@ -24,6 +25,19 @@ def test_same_keys_in_every_language():
     raised = {k for k in ko if k.startswith(("error.", "shell.model."))} - {k for k in en if k.startswith("error.")}
     assert set(en) == set(ko) - raised, {"only en": sorted(set(en) - set(ko)), "only ko": sorted(set(ko) - set(en) - raised)}
     assert raised and len(en) > 100
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_each_catalogue_file_is_named_by_the_prefix_of_its_keys(lang):
+    """i18n/<lang>.<prefix>.json holds exactly the keys `<prefix>.*` of that language: one file per prefix, every
+    file of the folder read, none named by the change that added it."""
+    files = catalogue_files(lang)
+    assert [p.name for p in files] == sorted(p.name for p in (ROOT / "i18n").glob(f"{lang}*.json"))
+    prefixes = {p.name.split(".")[1]: {k.split(".")[0] for k in json.loads(p.read_text(encoding="utf-8"))}
+                for p in files}
+    assert {name: keys for name, keys in prefixes.items() if keys != {name}} == {}
+    assert set(prefixes) == {k.split(".")[0] for k in catalogue(lang)}
+    assert {"tour", "heads", "steps", "shell"} <= set(prefixes) and len(files) >= 30
 
 
 @pytest.mark.parametrize("lang", LANGS)

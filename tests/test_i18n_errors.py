@@ -10,6 +10,7 @@ Korean."""
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,8 @@ def test_english_error_text_exists_once():
     """The English of a raised error is its own message: the English catalogue keeps only the ui/ notices."""
     en = {k[len("error."):] for k in catalogue("en") if k.startswith("error.")}
     assert en == UI_KEYS, sorted(en - UI_KEYS)
-    assert not (ROOT / "i18n" / "en.errors.json").exists()
+    english = json.loads((ROOT / "i18n" / "en.error.json").read_text(encoding="utf-8"))
+    assert set(english) == {f"error.{k}" for k in UI_KEYS}
 
 
 def test_errors_a_user_can_reach_carry_a_key():

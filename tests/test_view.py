@@ -1,5 +1,5 @@
-"""ui/view.py `resolve`: from the sidebar's controls, the model and the link's values to the View, without
-Streamlit's runtime (a fake model and trace; session state and the link's pending values as plain dicts)."""
+"""ui/view.py `resolve`: from the sidebar's controls, the model and the link's values to the View, and `read_link`:
+a first run's link values checked, without Streamlit's runtime (a fake model and trace; session state and the link's pending values as plain dicts)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ui.view import K_BLOCK, K_HEAD, K_LAYER, K_TOKEN, TRACE_KEY, Controls, resolve
+from ui.view import K_BLOCK, K_HEAD, K_LAYER, K_TOKEN, SESSION_ID, TRACE_KEY, Controls, read_link, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ["[CLS]", "the", "animal", "was", "tired", "because", "it", "was", "[SEP]"]
@@ -162,3 +162,36 @@ def test_view_imports_without_streamlit():
             "assert not heavy, heavy")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+MODELS, DEVICES = ["minilm-l6", "smollm2-135m"], ["auto", "cpu"]
+
+
+def test_read_link_keeps_good_values_and_leaves_layer_head_token_block_pending():
+    sid = "a" * 22
+    q = {"text": "I am sam", "model": "smollm2-135m", "device": "cpu", "lang": "ko", "lecture": " Yes ",
+         "room": "ROOM42", "sid": sid, "layer": "3", "head": "x", "token": "-1", "block": "cross", "other": "1"}
+    link = read_link(q, MODELS, DEVICES, 100)
+    assert link.writes == {"text": "I am sam", "model": "smollm2-135m", "device": "cpu", "lang": "ko", "lecture": True,
+                           "room": "ROOM42", SESSION_ID: sid}
+    assert link.pending == {"layer": "3", "head": "x", "token": "-1", "block": "cross"}
+    assert link.notices == []
+    assert read_link({"lecture": "0", "room": "ROOM42", "sid": "bad id"}, MODELS, DEVICES, 100).writes == {
+        "lecture": False, "room": "ROOM42"}  # no session id: the caller gives the new student one
+    assert read_link({}, MODELS, DEVICES, 100) == read_link({"other": "x"}, MODELS, DEVICES, 100)
+    assert read_link({}, MODELS, DEVICES, 100).writes == {}
+
+
+def test_read_link_replaces_each_bad_value_by_its_default_with_a_notice_in_the_links_language():
+    q = {"text": "x" * 101, "model": "<b>gpt</b>", "device": "tpu", "lang": "ko", "room": "a b"}
+    link = read_link(q, MODELS, DEVICES, 100)
+    assert link.writes == {"text": "The animal didn't cross the street because it was tired", "model": "minilm-l6",
+                           "device": "auto", "lang": "ko"}
+    assert link.notices == ["링크의 텍스트는 101자입니다(한도는 100자). 대신 기본 문장을 보여 줍니다.",
+                            "링크의 모델 '\\<b\\>gpt\\</b\\>'를 알 수 없습니다. minilm-l6를 씁니다. "
+                            "모델: minilm-l6, smollm2-135m.",
+                            "장치 'tpu'는 여기서 쓸 수 없습니다. 자동(auto)을 씁니다.",
+                            "링크의 수업 코드 'a b'는 올바르지 않아 수업에 참여하지 않았습니다."]
+    bad_lang = read_link({"lang": "fr"}, MODELS, DEVICES, 100)
+    assert bad_lang.writes == {"lang": "en"}
+    assert bad_lang.notices == ["Language 'fr' is not available; using English. Languages: en, ko."]

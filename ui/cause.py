@@ -23,13 +23,12 @@ from i18n import error_message, t
 from model.errors import InputError
 from viz import cause as vc
 
-from . import deck, runs, saved
-from .explorer import head_from_selection
+from . import deck_add, runs, saved
 from .generation import needs_language_model, shown_tokens
 from .state import safe_callback
 from .store import results
 from .view import K_HEAD, K_LAYER, View, md_escape
-from .widgets import Export, chart, layer_head, rename_columns, shared_kv, table
+from .widgets import Export, chart, head_from_selection, layer_head, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL = "hl_clean", "hl_corrupt", "hl_target", "hl_foil"
@@ -137,7 +136,7 @@ def _stop() -> None:
 def _save(key: tuple, payload: str) -> None:
     saved.put("patching", key, payload)
     # a widget bound to the link leaves its default value out of it: the slide carries all four
-    deck.add_view({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": TAB_ID})
+    deck_add.add_view({**dict(zip((K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL), key[1:])), "hl_tab": TAB_ID})
 
 
 def patching(view: View, clean: str, corrupt: str, target: str, foil: str):

@@ -48,7 +48,7 @@ MAX_TEXT = 20_000  # characters of a slide's sentence (ui/state.py MAX_TEXT_CHAR
 MAX_VALUE = 200  # characters of any other query or option value
 LONG_KEYS = ("text", "s2s_target", "hl_clean", "hl_corrupt")  # sentences and a typed target: up to MAX_TEXT
 
-# what the URL carries (ui/state.py SHARED_KEYS; each page's own keys: the tour's step, the open tab's id, the
+# what the URL carries (every page's: VIEW_KEYS, ui/view.py K_*; each page's own keys: the tour's step, the open tab's id, the
 # Encoder-decoder page's model, task, teacher forcing, layer, head, step, ...)
 VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
 # the Encoder-decoder page's own choices in its link (ui/seq2seq.py LINK_KEYS): its model, task, teacher forcing, the
@@ -57,6 +57,9 @@ S2S_QUERY = ("s2s_model", "s2s_task", "s2s_tf", "s2s_target", "s2s_layer", "s2s_
 # the open tab of a page, by its id (the last part of its catalogue key: "ffn" for "steps.tab.ffn"), never its label
 TAB_KEYS = {"explorer": "ex_tab", "heads": "hl_tab", "steps": "steps_tab", "positional": "pe_tab", "masks": "mask_tab",
             "training": "train_tab"}
+# the two labs' lazy tabs, by catalogue key (ui/pe_lab.py, ui/mask_lab.py; the handout draws them too, ui/handout.py)
+PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned", "pe.tab.rope"]
+MASK_TAB_KEYS = ["masks.tab.padding", "masks.tab.look_ahead"]
 TAB_LABELS = {"ex_tab": ("ex.tab.",), "hl_tab": ("heads.tab.", "e5.tab."), "steps_tab": ("steps.tab.", "trpages.steps.tab."),
               "pe_tab": ("pe.tab.",), "mask_tab": ("masks.tab.",), "train_tab": ("train.tab.",)}  # each tab's labels
 # the Head lab's own keys in its link besides its tab: the Attribution & patching tab's prompts, target and foil

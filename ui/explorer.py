@@ -28,7 +28,16 @@ from viz.theme import esc
 from . import quiz, runs, widgets
 from .state import safe_callback
 from .view import K_HEAD, K_LAYER, View, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv
+from .widgets import (
+    Export,
+    chart,
+    head_from_selection,
+    layer_head,
+    localised_tabs,
+    model_specials,
+    rename_columns,
+    shared_kv,
+)
 
 TAB_KEYS = ["ex.tab.one", "ex.tab.all", "ex.tab.token", "ex.tab.metrics", "ex.tab.data"]
 TABS = [t(k, "en") for k in TAB_KEYS]  # "One head", "All heads", "Token view", "Head metrics", "Data"
@@ -80,21 +89,6 @@ def head_names(d: Derived, mode: str, lang: str, model=None, block: str = "encod
         return [t("ex.head_n", lang, i=h) + ("" if k is None else " " + t("names.kv", lang, kv=k))
                 for h, k in zip(range(d.n_heads), kv)]
     return [t(f"ex.head_name.{mode}", lang)] * d.n_heads
-
-
-def head_from_selection(state) -> tuple[int, int] | None:
-    """(layer, head) of the first clicked marker in a plotly_chart selection state, else None."""
-    sel = state.get("selection") if isinstance(state, dict) else getattr(state, "selection", None)
-    points = (sel.get("points") if isinstance(sel, dict) else getattr(sel, "points", None)) or []
-    for p in points:
-        cd = p.get("customdata") if isinstance(p, dict) else None
-        if isinstance(cd, dict):  # a typed-array slice arrives as {"0": layer, "1": head}
-            cd = [cd.get("0", cd.get(0)), cd.get("1", cd.get(1))]
-        try:
-            return int(cd[0]), int(cd[1])
-        except (TypeError, ValueError, IndexError, KeyError):
-            continue
-    return None
 
 
 @safe_callback

@@ -39,10 +39,8 @@ from viz.theme import number_text
 
 from . import runs, store
 from . import state as s
-from .deckfile import Deck, Slide
-from .mask_lab import MASK_TAB_KEYS
+from .deckfile import MASK_TAB_KEYS, PE_TAB_KEYS, Deck, Slide
 from .pages import BY_NAME
-from .pe_lab import PE_TAB_KEYS
 
 DECODER_MODEL = "seq2seq-tiny"  # the encoder-decoder a page falls back to when the slide's model has no decoder
 MASK_SENTENCE, MASK_SECOND, MASK_PADS = "I am sam", "that is not", 1  # the Mask lab's presets (app_pages/masks.py)

@@ -18,9 +18,8 @@ from viz import heads as vh
 
 from . import runs
 from .readable import MULTILINGUAL
-from .seq2seq import is_translator
 from .state import available_models, safe_callback
-from .view import K_MODEL, View, md_escape
+from .view import K_MODEL, View, is_translator, md_escape
 from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual",

@@ -10,6 +10,7 @@ from viz import masks as vm
 from viz.theme import column_width
 
 from . import runs, store
+from .deckfile import MASK_TAB_KEYS
 from .labs import draw_stages, set_state
 from .view import View
 from .widgets import Export, chart, layer_head, model_pad
@@ -32,7 +33,6 @@ def draw_mask_examples(view: View, words: list[str], sentence: str) -> None:
 
 
 
-MASK_TAB_KEYS = ["masks.tab.padding", "masks.tab.look_ahead"]  # catalogue keys of the lab's lazy tabs
 MASK_TABS = [t(k) for k in MASK_TAB_KEYS]  # English labels
 
 

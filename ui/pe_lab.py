@@ -14,12 +14,12 @@ from viz.heatmap import pooling_note
 
 from . import readable, runs, store
 from . import state as s
+from .deckfile import PE_TAB_KEYS
 from .labs import set_state
 from .state import K_MODEL
 from .view import View
 from .widgets import Export, chart, localised_tabs
 
-PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned", "pe.tab.rope"]  # catalogue keys of the lab's lazy tabs
 PE_TABS = [t(k) for k in PE_TAB_KEYS]  # English labels (tests open tabs by these)
 
 

@@ -44,9 +44,20 @@ from .deckfile import (
 )
 from .pages import BY_NAME, page_file
 from .state import safe_callback
-from .tour import STEP as TOUR_STEP
-from .tour import URL_DONE as TOUR_URL_DONE
-from .view import K_BLOCK, K_DEVICE, K_HEAD, K_LANG, K_LAYER, K_LECTURE, K_MODEL, K_TEXT, K_TOKEN, md_escape
+from .view import (
+    K_BLOCK,
+    K_DEVICE,
+    K_HEAD,
+    K_LANG,
+    K_LAYER,
+    K_LECTURE,
+    K_MODEL,
+    K_TEXT,
+    K_TOKEN,
+    TOUR_STEP,
+    TOUR_URL_DONE,
+    md_escape,
+)
 from .widgets import ARROWS_TAKEN, NO_FOCUS_FRAME_CSS, session_lang
 
 DECK, PRESENT, GOTO, PAGE, MSGS, URL_DONE = (

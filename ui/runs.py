@@ -80,7 +80,7 @@ def block_metrics(name: str, device: str, text: str, block: str) -> dict[str, np
 
 @memo(spinner="cache.running_model")
 def greedy_steps(name: str, device: str, text: str, k: int) -> tuple:
-    """A decoder-only model's first k greedy steps after `text` (model/hf/decoder_only.py Step), each length made
+    """A decoder-only model's first k greedy steps after `text` (model/loaded.py Step), each length made
     from the one before it: one more step is one more forward."""
     done = greedy_steps(name, device, text, k - 1) if k > 1 else ()
     more = get_model(name, device).greedy_continue(text, 1, top_k=5, prefix=tuple(s.choice.id for s in done))

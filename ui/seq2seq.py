@@ -20,11 +20,17 @@ from viz.theme import column_width
 
 from . import readable
 from .state import page_param, write_page_params
-from .view import View, md_escape, model_label, show_value
+from .view import (
+    TRANSLATORS,
+    View,
+    is_translator,  # noqa: F401 - the page asks s2s.is_translator (it lives in view.py: heads.py asks too)
+    md_escape,
+    model_label,
+    show_value,
+)
 from .widgets import Export, chart
 
 MODEL = "seq2seq-tiny"
-TRANSLATORS = ("bergamot-en-pt", "bergamot-pt-en")  # real translators (model/bergamot.py)
 # the link's name of each widget of this page (ui/deckfile.py S2S_QUERY): s2s_* in the URL, as no other page uses
 LINK_KEYS = {"s2s_model": "s2s_model", "s2s_task": "task", "s2s_tf": "teacher_forcing", "s2s_target": "s2s_target",
              "s2s_layer": "s2s_layer", "s2s_head": "s2s_head", "s2s_step": "step", "s2s_vocab": "s2s_full_vocab"}
@@ -77,10 +83,6 @@ def page_model(view: View) -> str:
     to_link(s2s_model=name)
     return name
 
-
-
-def is_translator(name: str) -> bool:
-    return name in TRANSLATORS
 
 
 def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str, str | None, bool]:

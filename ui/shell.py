@@ -31,7 +31,7 @@ from model import DEFAULT_MODEL, HeadlightError, get_spec
 from model.device import resolve_device
 from model.examples import DEFAULT_TEXT
 
-from . import class_room, class_student, css, deck, present, readable, runs, share, store
+from . import class_room, class_student, css, deck_add, present, readable, runs, share, store
 from . import state as s
 from .pages import BY_NAME, PAGES
 from .view import (
@@ -170,7 +170,7 @@ def sidebar(page: str = "") -> View:
     draw_pickers(res, lang)
     s.write_url(view, page)
     share.share_button(st.sidebar, lang, page=page)  # after the URL is written: the code holds this run's view
-    deck.add_button(st.sidebar, lang)
+    deck_add.add_button(st.sidebar, lang)
     draw_notices(view, page)
     return view
 

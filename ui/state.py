@@ -3,7 +3,8 @@
 URL state: the query string mirrors `text`, `model`, `layer`, `head`, `token` (and `block`, `device`, `lecture`
 when they differ from the defaults). It is read once per session, on the first run, and every value is validated:
 an invalid one (layer 99, head -1, an unknown model, 100,000 characters of text) falls back to its default with a
-visible notice. Layer, head, token and block wait in PENDING until the model is known (ui/view.py `resolve`). The
+visible notice (the checks: ui/view.py `read_link`, pure, beside `resolve`, which checks layer, head, token and block
+once the model is known: they wait in PENDING until then). The
 page itself is in the URL path, as `st.navigation` gives it. A page's own keys (ui/deckfile.py PAGE_QUERY: the open
 tab's id, the Encoder-decoder page's choices) wait in PAGE_PENDING until the page draws their widgets (`page_param`),
 which check them and write them back (`write_page_params`), so a share link and a deck slide carry them too. The
@@ -19,10 +20,10 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from i18n import LANGS, pick_lang, t
-from model import DEFAULT_MODEL, list_models
+from i18n import pick_lang, t
+from model import list_models
 from model.device import available_devices
-from model.examples import DEFAULT_TEXT, EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTENCES, TRANSLATION_SENTENCES
+from model.examples import EXAMPLE_SENTENCES, KOREAN_EXAMPLE_SENTENCES, TRANSLATION_SENTENCES
 from model.registry import register_local_models
 from model.trace import AttentionTrace
 
@@ -40,11 +41,9 @@ from .view import (
     K_SID,
     K_TEXT,
     K_TOKEN,
-    ROOM_CODE,
     SESSION_ID,
-    SID,
     View,
-    show_value,
+    read_link,
 )
 
 PRESETS = [*EXAMPLE_SENTENCES, *TRANSLATION_SENTENCES, *KOREAN_EXAMPLE_SENTENCES]
@@ -59,7 +58,6 @@ URL_PAGE = "_hl_url_page"  # the page whose view the URL holds (its own keys)
 # the pages' own keys a link may carry (each page's has its own name), but the tour's step, which the tour reads
 PAGE_KEYS = tuple(dict.fromkeys(k for name, keys in PAGE_QUERY.items() if name != "tour" for k in keys))
 CALLBACK_ERROR = "_hl_callback_error"
-SHARED_KEYS = (K_TEXT, K_MODEL, K_DEVICE, K_LAYER, K_HEAD, K_TOKEN, K_LECTURE, K_BLOCK, K_LANG)
 
 LECTURE_CSS = """<style>
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
@@ -94,59 +92,19 @@ def device_choices() -> list[str]:
 
 # ---- URL -> state (first run only) --------------------------------------------------------------------------
 def read_url() -> None:
-    """Seed widget state from the query string, once per session, validating every value; the pages' own keys wait
-    for their page (`page_param`)."""
+    """Seed widget state from the query string, once per session, every value checked by ui/view.py `read_link`;
+    layer / head / token / block wait for the model (PENDING, ui/view.py `resolve`), the pages' own keys for their
+    page (`page_param`)."""
     ss = st.session_state
     ss[URL_DONE] = True
     qp = st.query_params
-    notices: list[str] = []
-    lg = pick_lang(qp.get(K_LANG))  # the notices below are in the link's language
-    text = qp.get(K_TEXT)
-    if text is not None:
-        if len(text) > MAX_TEXT_CHARS:
-            notices.append(t("shell.url.text_long", lg, n=len(text), limit=MAX_TEXT_CHARS))
-            text = DEFAULT_TEXT
-        ss[K_TEXT] = text
-    name = qp.get(K_MODEL)
-    if name is not None:
-        if name in available_models():
-            ss[K_MODEL] = name
-        else:
-            notices.append(t("shell.url.model", lg, value=show_value(name), default=DEFAULT_MODEL,
-                             models=", ".join(available_models())))
-            ss[K_MODEL] = DEFAULT_MODEL
-    dev = qp.get(K_DEVICE)
-    if dev is not None:
-        if dev in device_choices():
-            ss[K_DEVICE] = dev
-        else:
-            notices.append(t("shell.url.device", lg, value=show_value(dev)))
-            ss[K_DEVICE] = "auto"
-    lang = qp.get(K_LANG)
-    if lang is not None:
-        if lang in LANGS:
-            ss[K_LANG] = lang
-        else:
-            notices.append(t("shell.url.lang", lg, value=show_value(lang), langs=", ".join(LANGS)))
-            ss[K_LANG] = "en"
-    lec = qp.get(K_LECTURE)
-    if lec is not None:
-        ss[K_LECTURE] = lec.strip().lower() in ("1", "true", "yes", "on")
-    room = qp.get(K_ROOM)
-    if room is not None:
-        if ROOM_CODE.fullmatch(room):
-            ss[K_ROOM] = room
-            sid = qp.get(K_SID)
-            if sid is not None and SID.fullmatch(sid):  # the same student, back after a reconnect
-                ss[SESSION_ID] = sid
-            else:  # a new student: an anonymous id, in the link from this first run on (write_url)
-                ss.setdefault(SESSION_ID, secrets.token_urlsafe(16))
-        else:
-            notices.append(t("shell.url.room", lg, value=show_value(room)))
-    # layer / head / token / block are validated once the model and the trace are known
-    ss[PENDING] = {k: qp.get(k) for k in (K_LAYER, K_HEAD, K_TOKEN, K_BLOCK) if qp.get(k) is not None}
+    link = read_link(qp, available_models(), device_choices(), MAX_TEXT_CHARS)
+    ss.update(link.writes)
+    if K_ROOM in link.writes and SESSION_ID not in link.writes:  # a new student: an anonymous id, in the link from
+        ss.setdefault(SESSION_ID, secrets.token_urlsafe(16))  # this first run on (write_url)
+    ss[PENDING] = link.pending
     ss[PAGE_PENDING] = {k: qp.get(k) for k in PAGE_KEYS if qp.get(k) is not None}
-    ss[URL_NOTICES] = notices
+    ss[URL_NOTICES] = link.notices
 
 
 def page_param(key: str) -> str | None:

@@ -39,14 +39,15 @@ from . import generation, quiz, runs
 from . import tour_decoder as dec
 from .layer_view import draw_figures, output_check
 from .pages import page_file
-from .view import View, show_value
+from .view import TOUR_STEP, TOUR_URL_DONE, View, show_value
 from .widgets import ARROWS_TAKEN, NO_FOCUS_FRAME_CSS, Export, chart, model_facts, presenting, session_lang, table
 
 STEPS = vt.STEPS
 N_STEPS = len(STEPS)
 DECODER_STEPS = set(vt.DECODER_STEPS)
 URL_KEY = "step"  # ?step=6, counted from 1
-STEP, JUMP, URL_DONE, NOTICE = "_tour_step", "tour_jump", "_tour_url_done", "_tour_notice"
+STEP, URL_DONE = TOUR_STEP, TOUR_URL_DONE  # session keys the present mode resets too (ui/view.py)
+JUMP, NOTICE = "tour_jump", "_tour_notice"
 # on a phone (narrower than 640 px) a long formula breaks into lines at its top-level "=", "+" and arrows (KaTeX
 # splits every formula there; display mode only keeps it on one line with nowrap) and is drawn a little smaller
 # (KaTeX's display size is 1.21em); what still cannot break scrolls inside its own box (a constant: no user text)

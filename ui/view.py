@@ -1,5 +1,7 @@
-"""The View every page reads, and `resolve`, which makes it from what the sidebar read (pure: no Streamlit here,
-so it is tested without Streamlit's runtime, tests/test_view.py).
+"""The View every page reads, and `resolve`, which makes it from what the sidebar read; `read_link`, which checks a
+link's values on a session's first run (pure: no Streamlit here, so it is tested without Streamlit's runtime,
+tests/test_view.py). Every check of a link is here: `read_link` the text, model, device, language, lecture mode and
+room, `resolve` the layer, head, token and block once the model is known.
 
     view.model                # LoadedModel (cached once per process, shared)
     view.trace                # AttentionTrace (with intermediates) for (model, text), or None when there is no valid text
@@ -24,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis.explore import default_token
-from i18n import Shown, catalogue, t
+from i18n import LANGS, Shown, catalogue, pick_lang, t
+from model import DEFAULT_MODEL
+from model.examples import DEFAULT_TEXT
 from model.registry import get_spec
 
 if TYPE_CHECKING:
@@ -41,6 +45,8 @@ SESSION_ID = "_hl_class_session"  # the session state's copy of it
 SID = re.compile(r"[A-Za-z0-9_-]{16,43}")
 ROOM_CODE = re.compile(r"[A-Za-z0-9_-]{4,64}")  # what a room code may look like (the store decides if it exists)
 TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token picker: a new one selects its default
+TOUR_STEP, TOUR_URL_DONE = "_tour_step", "_tour_url_done"  # the tour's step, and whether it has read its link
+TRANSLATORS = ("bergamot-en-pt", "bergamot-pt-en")  # real translators (model/bergamot.py)
 BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder
 
 
@@ -61,11 +67,6 @@ class View:
     lang: str = "en"  # interface language: "en" | "ko" (i18n/)
 
     @property
-    def label(self) -> str:
-        """'Layer 3 · Head 1', counted from 0 as in the URL."""
-        return f"Layer {self.layer} · Head {self.head}"
-
-    @property
     def n_layers(self) -> int:
         return block_layers(self.model, self.block)
 
@@ -78,6 +79,10 @@ class View:
         decoder may have more layers or heads than its encoder)."""
         return dataclasses.replace(self, block=block, layer=min(self.layer, block_layers(self.model, block) - 1),
                                    head=min(self.head, self.model.n_heads(block) - 1))
+
+
+def is_translator(name: str) -> bool:
+    return name in TRANSLATORS
 
 
 def model_label(name: str, lang: str) -> str:
@@ -209,3 +214,62 @@ def resolve(controls: Controls, model, trace: AttentionTrace | None, *, kind: st
                 token=token, lecture=controls.lecture, model=model, trace=trace,
                 notices=[*kept, *url_notices, *run_notices], block=block, lang=lang)
     return Resolution(view, list(blocks), writes, used, url_notices)
+
+
+# ---- a link's values, checked (a session's first run) ----------------------------------------------------------
+@dataclass
+class Link:
+    writes: dict[str, object]  # session state to set: the link's values, or their defaults where one is wrong
+    pending: dict[str, str]  # layer / head / token / block as the link wrote them: `resolve` checks them later
+    notices: list[str]  # one notice per wrong value, in the link's language
+
+
+def read_link(query: Mapping, models: Sequence[str], devices: Sequence[str], max_text: int) -> Link:
+    """The checked values of a link's query string (`query.get(key)`: the value or None): an invalid one (an unknown
+    model, 100,000 characters of text, a malformed room code) falls back to its default with a notice."""
+    notices: list[str] = []
+    writes: dict[str, object] = {}
+    lg = pick_lang(query.get(K_LANG))  # the notices below are in the link's language
+    text = query.get(K_TEXT)
+    if text is not None:
+        if len(text) > max_text:
+            notices.append(t("shell.url.text_long", lg, n=len(text), limit=max_text))
+            text = DEFAULT_TEXT
+        writes[K_TEXT] = text
+    name = query.get(K_MODEL)
+    if name is not None:
+        if name in models:
+            writes[K_MODEL] = name
+        else:
+            notices.append(t("shell.url.model", lg, value=show_value(name), default=DEFAULT_MODEL,
+                             models=", ".join(models)))
+            writes[K_MODEL] = DEFAULT_MODEL
+    dev = query.get(K_DEVICE)
+    if dev is not None:
+        if dev in devices:
+            writes[K_DEVICE] = dev
+        else:
+            notices.append(t("shell.url.device", lg, value=show_value(dev)))
+            writes[K_DEVICE] = "auto"
+    lang = query.get(K_LANG)
+    if lang is not None:
+        if lang in LANGS:
+            writes[K_LANG] = lang
+        else:
+            notices.append(t("shell.url.lang", lg, value=show_value(lang), langs=", ".join(LANGS)))
+            writes[K_LANG] = "en"
+    lec = query.get(K_LECTURE)
+    if lec is not None:
+        writes[K_LECTURE] = lec.strip().lower() in ("1", "true", "yes", "on")
+    room = query.get(K_ROOM)
+    if room is not None:
+        if ROOM_CODE.fullmatch(room):
+            writes[K_ROOM] = room
+            sid = query.get(K_SID)
+            if sid is not None and SID.fullmatch(sid):  # the same student, back after a reconnect (else the caller
+                writes[SESSION_ID] = sid  # gives a new student an anonymous id)
+        else:
+            notices.append(t("shell.url.room", lg, value=show_value(room)))
+    # layer / head / token / block are checked once the model and the trace are known
+    pending = {k: query.get(k) for k in (K_LAYER, K_HEAD, K_TOKEN, K_BLOCK) if query.get(k) is not None}
+    return Link(writes, pending, notices)

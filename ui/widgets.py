@@ -212,3 +212,18 @@ def chart(fig, key: str, export: Export | None = None, **kwargs):
     if export is not None:
         export_popover(f"{key}-export", export, fig)
     return state
+
+
+def head_from_selection(state) -> tuple[int, int] | None:
+    """(layer, head) of the first clicked marker in a plotly_chart selection state, else None."""
+    sel = state.get("selection") if isinstance(state, dict) else getattr(state, "selection", None)
+    points = (sel.get("points") if isinstance(sel, dict) else getattr(sel, "points", None)) or []
+    for p in points:
+        cd = p.get("customdata") if isinstance(p, dict) else None
+        if isinstance(cd, dict):  # a typed-array slice arrives as {"0": layer, "1": head}
+            cd = [cd.get("0", cd.get(0)), cd.get("1", cd.get(1))]
+        try:
+            return int(cd[0]), int(cd[1])
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+    return None

@@ -91,7 +91,7 @@ def kind_blocks(model, kind: str) -> list[str]:
     """The attention blocks of a model with no trace yet (no text): its kind's, less the decoder self-attention that
     an SSRU decoder (a Bergamot translator) does not have."""
     blocks = BLOCKS_OF_KIND.get(kind, ["encoder"])
-    ssru = getattr(getattr(model, "config", None), "decoder_mixer", "attention") == "ssru"
+    ssru = model is not None and model.config.decoder_mixer == "ssru"
     return [b for b in blocks if not (ssru and b == "decoder_self")]
 
 

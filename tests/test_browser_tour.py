@@ -1,7 +1,7 @@
 """The guided tour in headless Chromium, in lecture mode (issue 34): at 1600 × 1000 (a projector) Q, K and V of step 4
 start at one height whatever their captions say, and step 3 on SmolLM2 draws q and k before and after RoPE; at
 390 × 844 (a phone) no formula and no table runs off the right edge: a long formula breaks into lines (what cannot
-break would scroll inside its own box) and step 15's table becomes one card per design choice. SmolLM2 in Korean, MiniLM in English. Screenshots are kept in
+break would scroll inside its own box) and the last step's table becomes one card per design choice. SmolLM2 in Korean, MiniLM in English. Screenshots are kept in
 the test's tmp dir (HEADLIGHT_SCREENSHOTS=1: assets/screenshots/tour/)."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from urllib.parse import urlencode
 import pytest
 from browser_support import ROOT, browser_available, chromium_browser, serve_app, wait_for_app
 
+from ui.tour import STEPS
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+SINCE = STEPS.index("since") + 1  # the last step: what changed since 2017, one card per design choice
 TEXT = "The animal didn't cross the street because it was tired"
 
 MEASURE = """() => {
@@ -115,7 +118,7 @@ def test_projector_rope_step_on_smollm2(browser, app_url, shots):
 
 
 @pytest.mark.parametrize("model,lang,step", [("smollm2-135m", "ko", 3), ("smollm2-135m", "ko", 11),
-                                             ("smollm2-135m", "ko", 15), ("minilm-l6", "en", 15),
+                                             ("smollm2-135m", "ko", SINCE), ("minilm-l6", "en", SINCE),
                                              ("minilm-l6", "en", 4)])
 def test_phone_formulas_and_table_stay_on_the_screen(browser, app_url, shots, model, lang, step):
     m = _open(browser, app_url, shots, (390, 844), model, lang, step, plots={3: 5, 4: 3, 11: 5}.get(step, 0))
@@ -123,7 +126,7 @@ def test_phone_formulas_and_table_stay_on_the_screen(browser, app_url, shots, mo
     assert m["formulas"], "every step has a formula"
     for f in m["formulas"]:  # each breaks into lines at its "=", "+" and arrows: nothing left to scroll to (a few
         assert f["sw"] <= f["cw"] + 4, f  # px: KaTeX's italic overhang)
-    if step == 15:  # one card per design choice: every cell as wide as the table, none cut at the right
+    if step == SINCE:  # one card per design choice: every cell as wide as the table, none cut at the right
         assert m["cells"] and all(c["right"] <= m["vw"] and c["sw"] <= c["cw"] + 1 for c in m["cells"]), m["cells"]
         widths = {round(c["right"] - c["left"]) for c in m["cells"]}
         assert len(widths) == 1, widths

@@ -54,7 +54,9 @@ def _run(model: str, page: str, key=None, label=None, lang: str = "en", text: st
 
 
 def _titles(at) -> list[str]:
-    return [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in at.get("plotly_chart")]
+    """Each chart's title as read: a title wider than its figure breaks into lines (<br>), read here as spaces."""
+    return [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "").replace("<br>", " ")
+            for c in at.get("plotly_chart")]
 
 
 def test_registered_by_their_families(folders):

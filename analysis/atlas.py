@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from model.errors import HeadlightError, InputError
+from model.registry import DEFAULT_MODEL
 from model.tokenizer import piece_text
 
 from .frozen import ro, to_numpy
@@ -235,8 +236,8 @@ def build_atlas(model, probes: list[Probe] | None = None, *, progress: Callable[
     probes = default_probes(model, **encode_kw) if probes is None else probes
     if not probes:
         raise InputError("The probe battery is empty.")
-    if model.kind == "encoder-decoder" and "task" not in encode_kw and hasattr(model, "tasks"):
-        encode_kw = {**encode_kw, "task": model.tasks[0]}
+    if model.kind == "encoder-decoder" and "task" not in encode_kw and model.abilities.tasks:
+        encode_kw = {**encode_kw, "task": model.abilities.tasks[0]}
     per: dict[str, list[np.ndarray]] = {}
     n_coref = 0
     for i, pr in enumerate(probes):
@@ -264,7 +265,7 @@ def build_atlas(model, probes: list[Probe] | None = None, *, progress: Callable[
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis.atlas", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="minilm-l6")
+    ap.add_argument("--model", default=DEFAULT_MODEL)
     ap.add_argument("--out", help="write the atlas to this .json or .csv file")
     ap.add_argument("--task", help="seq2seq-tiny: the task token the encoder sees (default: copy)")
     ap.add_argument("--probes", default=None, help="probe battery (JSON; default: English, plus Korean for a model "

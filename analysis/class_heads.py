@@ -116,5 +116,5 @@ def rank_heads(loaded, sentences: list[ClassSentence], *, traces: list | None = 
         best = (int(la), int(h))
     else:
         agreement, best = np.full((L, H), np.nan), None
-    return freeze(HeadRanking(model=getattr(loaded, "name", ""), agreement=ro(agreement), hits=ro(hits, np.int64),
+    return freeze(HeadRanking(model=loaded.name, agreement=ro(agreement), hits=ro(hits, np.int64),
                               used=used, skipped=skipped, best=best))

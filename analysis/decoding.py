@@ -152,8 +152,8 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
                 and len(draft) <= loaded.step_limit(enc.ids, max_steps)):
             return _run(loaded, enc, dec_in, [tok(i) for i in draft], task, "greedy", expected, fwd=fwd)
         kw["draft"] = [*draft[:agreed], pred[agreed]] if agreed < len(draft) else draft
-    shortlist = hasattr(loaded, "allowed_tokens") and not full_vocab
-    if full_vocab and hasattr(loaded, "allowed_tokens"):
+    shortlist = loaded.abilities.shortlist and not full_vocab
+    if full_vocab and loaded.abilities.shortlist:
         kw["full_vocab"] = True
     ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     dec_in = ys[:-1]
@@ -180,4 +180,4 @@ def teacher_forced_run(loaded, text: str, task: str | None = None, target: str |
         target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
     dec_in = [loaded.bos_id, *target_ids[:-1]]  # (T,) shifted right
     return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected, output_ids=target_ids,
-                shortlist=hasattr(loaded, "allowed_tokens"))
+                shortlist=loaded.abilities.shortlist)

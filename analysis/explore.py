@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.blocks import Block
 from model.trace import AttentionTrace
 
 from . import metrics as am
@@ -38,12 +39,12 @@ class Derived:
         return None if self.allowed is None else self.allowed[self.layer_mask[layer]]
 
 
-def mergeable(trace: AttentionTrace, block: str) -> bool:
+def mergeable(trace: AttentionTrace, block: Block) -> bool:
     """Whether a block's tokens carry word ids to merge by: the encoder's, or a decoder-only model's one stack."""
     return block == "encoder" or (block == "decoder_self" and trace.is_decoder_only)
 
 
-def spellable(trace: AttentionTrace, block: str) -> bool:
+def spellable(trace: AttentionTrace, block: Block) -> bool:
     """Whether some of the block's tokens are byte pieces of a character (Hangul through SmolLM2, GPT-2, Gemma's
     byte fallback): the explorer offers to show them as the characters they spell."""
     rows, _ = trace.axis_tokens(block)
@@ -51,7 +52,7 @@ def spellable(trace: AttentionTrace, block: str) -> bool:
     return mergeable(trace, block) and pieces.has_byte_pieces(rows, special, trace.meta.get("scheme"))
 
 
-def _layer_masks(trace: AttentionTrace, block: str, n_layers: int, mode: str) -> tuple[np.ndarray | None, tuple]:
+def _layer_masks(trace: AttentionTrace, block: Block, n_layers: int, mode: str) -> tuple[np.ndarray | None, tuple]:
     """(K, n, m) the distinct masks the block's layers applied and each layer's index; rollout mixes the layers:
     the block's own (causal) mask only."""
     if block == "cross" or trace.masks.get(block) is None:
@@ -67,7 +68,7 @@ def _layer_masks(trace: AttentionTrace, block: str, n_layers: int, mode: str) ->
     return np.stack(masks), tuple(index)
 
 
-def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = False, merge: bool = False,
+def derive(trace: AttentionTrace, block: Block, mode: str = "head", hide: bool = False, merge: bool = False,
            spell: bool = False) -> Derived:
     """merge: subword pieces into words (their word ids); spell: byte pieces into the characters they spell (a word
     merge already spells them)."""
@@ -114,7 +115,7 @@ def derive(trace: AttentionTrace, block: str, mode: str = "head", hide: bool = F
                           layer_mask))
 
 
-def block_metrics(trace: AttentionTrace, block: str) -> dict[str, np.ndarray]:
+def block_metrics(trace: AttentionTrace, block: Block) -> dict[str, np.ndarray]:
     """Metrics of the raw per-head attention (before any option), each (L, H)."""
     _, cols_sp = trace.axis_special(block)
     return freeze(am.head_metrics(trace.attention(block), cols_sp, square=block != "cross"))

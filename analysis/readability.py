@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from model.scripts import scripts_of
 from model.tokenizer import piece_bytes, piece_text
 from model.trace import AttentionTrace
+from model.words import UNKNOWN_TOKENS, words
 
-UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
 KINDS = ("unknown", "jamo", "bytes")  # what a tokenizer made of a word it cannot read: unknown tokens, letters, bytes
 
 
@@ -79,20 +79,14 @@ def from_unknown_words(text: str, unknown: list[str], unknown_token: str = "<unk
 def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
     """The source text's words and which of them come out as unknown tokens or as decomposed letters."""
     syllables = _has_syllables(trace.text)
-    words: dict[int, list[int]] = {}
-    for i, w in enumerate(trace.source_word_ids):
-        if w >= 0 and not trace.source_special[i]:
-            words.setdefault(w, []).append(i)
+    split = words(trace.text, trace.source_tokens, trace.source_word_ids, trace.source_offsets, trace.source_special)
     bad: list[str] = []
     n_bad = 0
     kinds: set[str] = set()
     scripts: list[str] = []
     unk_seen: dict[str, None] = {}
-    for idx in words.values():
+    for word, idx in split:
         toks = [trace.source_tokens[i] for i in idx]
-        spans = [trace.source_offsets[i] for i in idx] if trace.source_offsets else []
-        start, end = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-        word = trace.text[start:end].strip() if end > start else "".join(toks)
         unknown = any(t in UNKNOWN_TOKENS for t in toks)
         jamo = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) for t in toks)
         # a Hangul word in byte pieces (an emoji in byte pieces is still read: byte-level models learn them whole)
@@ -104,5 +98,5 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
             unk_seen.update((t, None) for t in toks if t in UNKNOWN_TOKENS)
             if len(bad) < keep:
                 bad.append(word)
-    return Readability(len(words), tuple(bad), n_bad, tuple(k for k in KINDS if k in kinds), scripts_of(scripts),
+    return Readability(len(split), tuple(bad), n_bad, tuple(k for k in KINDS if k in kinds), scripts_of(scripts),
                        tuple(unk_seen))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from model.blocks import Block
 from model.norms import norm_scale
 from model.trace import BLOCKS, AttentionTrace
 
@@ -26,7 +27,7 @@ from .frozen import freeze, to_numpy
 _KIND = {"encoder": "self", "decoder_self": "self", "cross": "cross"}
 
 
-def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
+def layer_record(loaded, trace: AttentionTrace, block: Block, layer: int) -> dict:
     """Run the model on the trace's token ids, recording `layer` of the block's stack; returns that layer's record
     {"self"/"cross": AttentionResult with .record, "layer": sublayer dict} (torch tensors, batch of 1)."""
     if block not in BLOCKS:
@@ -45,7 +46,7 @@ def layer_record(loaded, trace: AttentionTrace, block: str, layer: int) -> dict:
             return module.decode(tgt, module.encode(src), record={layer}, upto=layer).records[layer]
         types = None
         if loaded.config.type_vocab_size:
-            types = getattr(loaded.tokenizer.encode(trace.text, trace.meta.get("pair")), "type_ids", None)
+            types = loaded.tokenizer.encode(trace.text, trace.meta.get("pair")).type_ids
         type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
         return module.main_stack(src, type_ids, record={layer}, upto=layer).records[layer]
 
@@ -56,7 +57,7 @@ def loaded_blocks(loaded) -> tuple[str, ...]:
     return BLOCKS if kind == "encoder-decoder" else ("encoder",) if kind == "encoder" else ("decoder_self",)
 
 
-def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0,
+def attention_steps(loaded, trace: AttentionTrace, block: Block = "encoder", layer: int = 0,
                     head: int = 0) -> dict:
     """Every stage of one head, as numpy arrays keyed by name (read-only):
     X (n, d), memory (m, d) for cross-attention, W_Q/W_K/W_V (d, k), b_Q/b_K/b_V (k,), Q (n, k), K/V (m, k),
@@ -113,7 +114,7 @@ def attention_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer
     return freeze(arrays)
 
 
-def sublayer_steps(loaded, trace: AttentionTrace, block: str = "encoder", layer: int = 0) -> dict:
+def sublayer_steps(loaded, trace: AttentionTrace, block: Block = "encoder", layer: int = 0) -> dict:
     """The rest of the layer after multi-head attention, from the model's own forward: each norm's input (post-LN:
     the residual sum), each token's mean and variance (RMSNorm: its mean square, "ms_<norm>", and no beta), the
     normalised result, gamma and beta of every norm (post-norms too: "post_norm1_in" is the attention's output,

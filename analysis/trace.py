@@ -19,7 +19,7 @@ def trace_many(loaded, texts: list[str]) -> list[AttentionTrace]:
 
 def can_batch(loaded) -> bool:
     """Whether the model traces several texts in one forward (the encoders: MiniLM, e5, local BERT folders)."""
-    return callable(getattr(loaded, "trace_many", None))
+    return loaded.abilities.batches
 
 
 def position_table(loaded, n: int):

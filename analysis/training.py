@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from model.blocks import Block
 from model.data import permutation
 from training import lab, schedule
 from training.lab_files import read_model, read_record
@@ -257,7 +258,7 @@ BLOCKS = ("encoder", "decoder_self", "cross")
 
 @dataclass(frozen=True)
 class Dropout:
-    block: str
+    block: Block
     layer: int
     head: int
     p: float  # the dropout rate
@@ -272,7 +273,7 @@ class Dropout:
     eval_out: tuple[str, ...]  # (n,) in inference mode
 
 
-def dropout_view(trained: torch.nn.Module, task: str, sentence: str, seed: int, block: str = "encoder",
+def dropout_view(trained: torch.nn.Module, task: str, sentence: str, seed: int, block: Block = "encoder",
                  layer: int = 0, head: int = 0) -> Dropout:
     """The same sentence through a copy of the model in training mode (dropout drawn from `seed`, under the lab's
     RNG lock) and in inference mode; one head's weights from the model's own forward in each."""

@@ -23,7 +23,7 @@ task, teacher, layer, head, target, full_vocab = s2s.controls(model, view.lang)
 if teacher and task is None and not (target or "").strip():
     st.info(t("s2s.need_target", view.lang), icon=":material/edit:")
     st.stop()
-unknown = getattr(model, "unknown_words", lambda _: [])(view.text)
+unknown = model.unknown_words(view.text)
 if unknown and s2s.is_translator(name):  # they read English or Portuguese only: say which models read the text
     if s2s.translator_notice(view, model, unknown, view.lang):
         st.stop()  # a text it cannot read: no translation, no decoding steps (they would be noise)

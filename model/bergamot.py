@@ -168,19 +168,6 @@ class BergamotModel(Seq2SeqModel):
                        word_ids=[*enc.word_ids, -1], truncated=enc.truncated,
                        n_tokens_untruncated=enc.n_tokens_untruncated + 1)
 
-    def unknown_words(self, text: str) -> list[str]:
-        """The words of `text` whose pieces the vocabulary does not have (id <unk>; Korean, Chinese, emoji ...), as
-        typed, in order: these models read English and Portuguese."""
-        enc = self.encode_source(text)
-        unk = self.tokenizer.token_to_id("<unk>")
-        bad = {w for i, w in zip(enc.ids, enc.word_ids) if i == unk and w >= 0}
-        spans: dict[int, tuple[int, int]] = {}
-        for w, (start, end) in zip(enc.word_ids, enc.offsets):
-            if w in bad and end > start:  # the whole word, every piece of it
-                s0, e0 = spans.get(w, (start, end))
-                spans[w] = (min(s0, start), max(e0, end))
-        return [text[a:b].strip() for a, b in spans.values()]
-
     def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
         """The engine's: at most ceil(2.5 x source length) tokens (never past the positions)."""
         return min(max_new_tokens or math.ceil(LENGTH_FACTOR * len(src_ids)), self.config.max_positions - 1)

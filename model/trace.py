@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-BLOCKS = ("encoder", "decoder_self", "cross")
+from .blocks import BLOCKS, Block
+
 BLOCK_LABELS = {
     "encoder": "Encoder self-attention",
     "decoder_self": "Decoder self-attention",
@@ -69,21 +70,21 @@ class AttentionTrace:
         return self.encoder_attention is None and self.decoder_self_attention is not None
 
     @property
-    def blocks(self) -> list[str]:
+    def blocks(self) -> list[Block]:
         if self.is_decoder_only:
             return ["decoder_self"]
         if self.is_encoder_decoder:  # an SSRU decoder has no self-attention
             return [b for b in BLOCKS if b != "decoder_self" or self.decoder_self_attention is not None]
         return ["encoder"]
 
-    def attention(self, block: str = "encoder") -> np.ndarray:
+    def attention(self, block: Block = "encoder") -> np.ndarray:
         arr = {"encoder": self.encoder_attention, "decoder_self": self.decoder_self_attention,
                "cross": self.cross_attention}.get(block)
         if arr is None:
             raise ValueError(f"this trace has no {block!r} attention; it has {self.blocks}")
         return arr
 
-    def axis_tokens(self, block: str = "encoder") -> tuple[list[str], list[str]]:
+    def axis_tokens(self, block: Block = "encoder") -> tuple[list[str], list[str]]:
         """(query tokens, key tokens) labelling the rows and columns of `attention(block)`."""
         if block == "encoder":
             return self.source_tokens, self.source_tokens
@@ -92,7 +93,7 @@ class AttentionTrace:
             return tgt, tgt
         return self.target_tokens, self.source_tokens
 
-    def mask_of(self, block: str, layer: int) -> np.ndarray | None:
+    def mask_of(self, block: Block, layer: int) -> np.ndarray | None:
         """The self-attention mask (True = may attend) that `layer` of the block applied: a sliding-window layer's
         band ("<block>_local", meta "local_layers") or the block's own; None where the trace holds none (an
         encoder, cross-attention)."""
@@ -100,7 +101,7 @@ class AttentionTrace:
             return self.masks[f"{block}_local"]
         return self.masks.get(block)
 
-    def axis_special(self, block: str = "encoder") -> tuple[list[bool], list[bool]]:
+    def axis_special(self, block: Block = "encoder") -> tuple[list[bool], list[bool]]:
         if block == "encoder" or (block == "decoder_self" and self.target_tokens is None):
             return self.source_special, self.source_special
         tgt = self.target_special or [False] * len(self.target_tokens or [])

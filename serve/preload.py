@@ -38,7 +38,6 @@ from .process import configure_process
 
 # what the pages import (ui.shell first, as app.py does; the page table, ui/pages.py), then the models they need first
 MODULES = tuple(dict.fromkeys(("ui.shell", *page_modules(), "plotly.graph_objects")))
-MODELS = ("minilm-l6", "seq2seq-tiny")  # the default model and the Encoder-decoder page's
 WAIT_S = 300.0  # a script run waits at most this long for the preload
 ROOM_WATCH_S = 3.0  # how often a process looks for the models of live class rooms
 MAX_ROOM_MODELS = 2  # the models of the newest rooms that a process keeps loaded for them
@@ -74,10 +73,18 @@ def wait() -> None:
 
 
 def models() -> tuple[str, ...]:
-    """The models loaded before the first run: MODELS, or HEADLIGHT_PRELOAD_MODELS (comma-separated names) for a
-    lecture that starts on another one (smollm2-135m, say: ~0.56 GB more per process)."""
+    """The models loaded before the first run: default_models(), or HEADLIGHT_PRELOAD_MODELS (comma-separated names)
+    for a lecture that starts on another one (smollm2-135m, say: ~0.56 GB more per process)."""
     named = os.environ.get("HEADLIGHT_PRELOAD_MODELS")
-    return tuple(n.strip() for n in named.split(",") if n.strip()) if named is not None else MODELS
+    return tuple(n.strip() for n in named.split(",") if n.strip()) if named is not None else default_models()
+
+
+def default_models() -> tuple[str, ...]:
+    """The default model and the Encoder-decoder page's (ui.store.FIRST_MODELS, asked of the registry); the import
+    of the app's modules is the preload's own work, so it happens here, when asked, not at this module's import."""
+    from ui import store
+
+    return store.FIRST_MODELS
 
 
 def _background() -> None:
@@ -182,7 +189,7 @@ def watch_rooms(stop: threading.Event | None = None) -> None:
 
 
 def run() -> float:
-    """Import MODULES and load MODELS into the app's model cache; returns the seconds it took."""
+    """Import MODULES and load models() into the app's model cache; returns the seconds it took."""
     t0 = time.perf_counter()
     try:
         for name in MODULES:

@@ -107,7 +107,7 @@ def test_the_preload_warms_the_declared_caches(monkeypatch):
     monkeypatch.setenv("HEADLIGHT_PRELOAD_MODELS", "minilm-l6, smollm2-135m")
     assert preload.models() == ("minilm-l6", "smollm2-135m")
     monkeypatch.delenv("HEADLIGHT_PRELOAD_MODELS")
-    assert preload.models() == preload.MODELS
+    assert preload.models() == preload.default_models() == ("minilm-l6", "seq2seq-tiny")
 
 
 @pytest.mark.slow

@@ -86,7 +86,7 @@ def test_preload_fills_the_model_cache(monkeypatch):
     assert preload.enabled()
     took = preload.run()
     assert took > 0
-    assert {(m, "cpu") for m in preload.MODELS} <= store._LOADED
+    assert {(m, "cpu") for m in preload.default_models()} <= store._LOADED
     assert store.get_model("minilm-l6", "cpu").name == "minilm-l6"  # the same cached object a page gets
 
 

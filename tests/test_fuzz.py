@@ -127,7 +127,7 @@ def check_trace(tr, m) -> None:
 @pytest.mark.parametrize("name", MODELS)
 def test_tokenisation_never_crashes(name):
     m = model(name)
-    extra = {"task": st.sampled_from(list(m.tasks))} if hasattr(m, "tasks") else {}
+    extra = {"task": st.sampled_from(list(m.abilities.tasks))} if m.abilities.tasks else {}
 
     @fuzz_settings(2000)
     @given(text=texts, **extra)
@@ -163,7 +163,7 @@ TRACE_EXAMPLES = {"minilm-l6": 300, "seq2seq-tiny": 300, "paper-base": 60, "mult
 @pytest.mark.parametrize("name", MODELS)
 def test_trace_never_crashes(name):
     m = model(name)
-    extra = {"task": st.sampled_from(list(m.tasks))} if hasattr(m, "tasks") else {}
+    extra = {"task": st.sampled_from(list(m.abilities.tasks))} if m.abilities.tasks else {}
     # paper-base is untrained: it never emits <eos>, so greedy decoding always runs to its limit (~0.7 s); two new
     # tokens exercise the same code on the same inputs (the full decode is fuzzed below, on fewer texts)
     kw0 = {"max_new_tokens": 2} if name == "paper-base" else {}
@@ -186,7 +186,7 @@ def test_trace_never_crashes(name):
 @pytest.mark.parametrize("name", [n for n in MODELS if get_spec(n).kind != "encoder"])
 def test_trace_with_full_greedy_decoding_never_crashes(name):
     m = model(name)
-    extra = {"task": st.sampled_from(list(m.tasks))} if hasattr(m, "tasks") else {}
+    extra = {"task": st.sampled_from(list(m.abilities.tasks))} if m.abilities.tasks else {}
 
     @fuzz_settings(15 if name == "paper-base" else 60)
     @given(text=short_texts, **extra)

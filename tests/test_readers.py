@@ -50,10 +50,10 @@ def test_each_declared_script_is_what_the_tokenizer_reads(name):
     declared = REGISTRY[name].scripts
     assert "Latin" in declared
     for script, text in SAMPLES.items():
-        if hasattr(model, "source_lang"):  # a translator names its unknown words itself
+        if model.abilities.translation:  # a translator names its unknown words itself
             n_bad = len(model.unknown_words(text))
         else:
-            kw = {"task": "copy"} if hasattr(model, "tasks") else {}
+            kw = {"task": "copy"} if model.abilities.tasks else {}
             n_bad = readability(model.trace(text, **kw)).n_unreadable
         assert (n_bad == 0) == (script in declared), (name, script, n_bad)
 

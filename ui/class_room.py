@@ -34,6 +34,7 @@ import streamlit as st
 from classroom.lecturer import Gate, lecturer_key
 from classroom.store import ClassError, ClassStore, Question, Room, normalize_code, shared_store
 from i18n import LANGS, head_name, t
+from model import models_with
 
 from . import runs
 from .quiz import next_options
@@ -48,7 +49,7 @@ FOLLOWED = "_hl_class_followed"  # (room code, model) this session last took fro
 MAX_SENTENCE = 200  # characters of a student's sentence
 KINDS = ("attend", "prev_head", "next_token")
 clock = time.time  # the wrong-key limit's clock, seconds since the epoch (shared by processes; a test stops it)
-NEXT_MODEL, NEXT_TASK = "seq2seq-tiny", "copy"  # the decoder a "which token next" question runs
+NEXT_MODEL, NEXT_TASK = models_with(tasks=True)[0], "copy"  # the decoder a "which token next" question runs
 
 
 def normalize(code: object) -> str | None:

@@ -273,7 +273,7 @@ NEXT_MORE, NEXT_MAX = 8, 64  # greedy steps per "more" click; the longest contin
 
 def shown_tokens(view: View):
     """token -> the text a reader sees (model.tokenizer.shown_piece for the view's tokenizer's scheme)."""
-    scheme = getattr(getattr(view.model, "tokenizer", None), "scheme", None)
+    scheme = view.model.tokenizer.scheme if view.model is not None else None
     return lambda tok: shown_piece(tok, scheme)
 
 

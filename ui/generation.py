@@ -12,6 +12,7 @@ import streamlit as st
 
 from analysis import cause
 from i18n import error_message, t
+from model import models_with
 from model.errors import InputError
 from model.tokenizer import TextTokenizer, shown_piece
 from viz import cause as vc
@@ -22,7 +23,7 @@ from .view import K_MODEL, View, md_escape
 from .widgets import Export, chart, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
-LANGUAGE_MODEL = "smollm2-135m"  # offered where the sidebar's model cannot generate
+LANGUAGE_MODEL = models_with(next_token=True)[0]  # offered where the sidebar's model cannot generate (SmolLM2)
 
 
 def settings(view: View, *, compact: bool = False) -> tuple[int, float, int, float, int, bool]:

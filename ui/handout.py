@@ -26,7 +26,7 @@ import numpy as np
 
 from analysis.masks import example_masks
 from i18n import error_message, t
-from model import DEFAULT_MODEL, HeadlightError, get_spec
+from model import DEFAULT_MODEL, HeadlightError, get_spec, models_with
 from model.data import TASKS
 from model.examples import DEFAULT_TEXT
 from viz import seq2seq as vs
@@ -42,7 +42,8 @@ from . import state as s
 from .deckfile import MASK_TAB_KEYS, PE_TAB_KEYS, Deck, Slide
 from .pages import BY_NAME
 
-DECODER_MODEL = "seq2seq-tiny"  # the encoder-decoder a page falls back to when the slide's model has no decoder
+# the encoder-decoder a page falls back to when the slide's model has no decoder (the one with tasks: seq2seq-tiny)
+DECODER_MODEL = models_with(tasks=True)[0]
 MASK_SENTENCE, MASK_SECOND, MASK_PADS = "I am sam", "that is not", 1  # the Mask lab's presets (app_pages/masks.py)
 PE_SIZE = (50, 128)  # the PE lab's default table: the lecture's 50 positions x 128 dimensions
 # the stages a Step by step tab's handout page shows (its figures that have tokens for rows)

@@ -150,7 +150,7 @@ def minimal_pairs(view: View) -> None:
 
 def has_tasks(view: View) -> bool:
     """Whether the model was trained on tasks with exact answers (seq2seq-tiny's copy / reverse / swap)."""
-    return hasattr(view.model, "tasks")
+    return bool(view.model.abilities.tasks)
 
 
 def surgery(view: View) -> None:
@@ -211,8 +211,9 @@ def translation_change(view: View, effect) -> None:
     lg, m = view.lang, view.model
     if "decoder_self" not in ah.ablatable_blocks(m):
         st.caption(t("trpages.surgery.no_self", lg))
-    st.markdown(t("trpages.surgery.translation", lg, source=t(f"s2s.lang.{m.source_lang}", lg),
-                  target=t(f"s2s.lang.{m.target_lang}", lg)))
+    tr = m.abilities.translation
+    st.markdown(t("trpages.surgery.translation", lg, source=t(f"s2s.lang.{tr.source}", lg),
+                  target=t(f"s2s.lang.{tr.target}", lg)))
     st.code(t("heads.surgery.outputs", lg, before=effect.text_before, after=effect.text_after), language=None,
             wrap_lines=True)
     same = effect.text_before == effect.text_after

@@ -119,7 +119,7 @@ def sentence_parts(view: View) -> None:
 def model_layout(view: View) -> str | None:
     """The sidebar's model's own order of its sinusoid columns when it is not the paper's (a Bergamot translator:
     "marian", the sines of every frequency first, then the cosines), else None."""
-    config = getattr(view.model, "config", None)
+    config = view.model.config if view.model is not None else None
     if config is None or config.positional != "sinusoidal" or config.sinusoid_layout == "interleaved":
         return None
     return config.sinusoid_layout
@@ -197,7 +197,7 @@ def rope_settings(view: View) -> tuple[float, int]:
     """θ and k: the sidebar's model's when it is rotary (again whenever the sidebar changes model), else SmolLM2's;
     the user may change both."""
     lg, ss = view.lang, st.session_state
-    config = getattr(view.model, "config", None)
+    config = view.model.config if view.model is not None else None
     rotary = store.positional_kind(view.model_name) == "rotary" and config is not None
     theta0, k0 = (float(config.rope_theta), int(config.d_k)) if rotary else ROPE_DEFAULTS
     if ss.get("_rope_sidebar") != view.model_name or "rope_theta" not in ss or "rope_k" not in ss:
@@ -220,7 +220,7 @@ def rope_settings(view: View) -> tuple[float, int]:
 def local_base(view: View) -> float | None:
     """The RoPE base of the sidebar model's sliding-window layers where it differs from its global layers' (Gemma 3:
     10,000 beside 1,000,000), else None."""
-    config = getattr(view.model, "config", None)
+    config = view.model.config if view.model is not None else None
     if config is None or store.positional_kind(view.model_name) != "rotary" or not config.local_layers:
         return None
     local = config.rope_theta_local

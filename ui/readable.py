@@ -13,14 +13,16 @@ import streamlit as st
 from analysis.readability import Readability, from_unknown_words, readability
 from i18n import t
 from i18n.catalog import catalogue, code_span
-from model import get_spec
+from model import get_spec, models_with
 from model.registry import readers
+from model.scripts import HANGUL, LATIN
 from model.trace import AttentionTrace
 
 from . import state as s
 from .view import md_escape, model_label
 
-MULTILINGUAL = "multilingual-e5-small"  # the multilingual encoder of the labs that need one (heads across languages)
+# the multilingual encoder of the labs that need one (heads across languages): the first that reads Latin and Hangul
+MULTILINGUAL = models_with(kind="encoder", reads=(LATIN, HANGUL))[0]
 
 
 @s.safe_callback
@@ -112,7 +114,7 @@ def translator_notice(model, unknown: list[str], lang: str, *, text: str = "", a
     unreadable."""
     r = from_unknown_words(text or " ".join(unknown), unknown)
     lead = t("read.translator", lang, model=model_label(model.name, lang),
-             source=t(f"s2s.lang.{model.source_lang}", lang))
+             source=t(f"s2s.lang.{model.abilities.translation.source}", lang))
     unreadable_notice(None, model.name, lang, key=key, picker=picker, among=among, r=r, lead=lead,
                       stopped=stop and r.mostly_unreadable, switch=among is not None)
     return r.mostly_unreadable

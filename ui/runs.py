@@ -14,11 +14,13 @@ from analysis import crosslingual as xl
 from analysis import trace as traces
 from analysis.batching import MicroBatcher
 from analysis.frozen import freeze
-from model import HeadlightError
+from model import HeadlightError, models_with
 from model.trace import AttentionTrace
 from viz.attention import mosaic
 
 from .store import get_model, is_loaded, memo, results
+
+TASK_MODEL = models_with(tasks=True)[0]  # the encoder-decoder with tasks (seq2seq-tiny): the decoding runs' default
 
 THUMB = 24  # thumbnail side in the all-heads grid (pooled)
 
@@ -132,7 +134,7 @@ def decoder_run(name: str, device: str, sentence: str, n_pad: int, layer: int) -
     return masks.decoder_run(get_model(name, device), sentence, sentence, n_pad, layers={layer})
 
 
-def decoding_run(device: str, text: str, task: str | None, teacher: bool, name: str = "seq2seq-tiny",
+def decoding_run(device: str, text: str, task: str | None, teacher: bool, name: str = TASK_MODEL,
                  target: str | None = None, full_vocab: bool = False) -> decoding.DecodingRun:
     """Greedy decoding or teacher forcing on `name` (seq2seq-tiny with its task, or a model with no task, e.g. a
     translator or a local encoder-decoder folder, teacher-forced on the typed `target`). full_vocab: a translator
@@ -232,7 +234,7 @@ def text_logit_lens(name: str, device: str, text: str):
 
 
 @memo
-def logit_lens(device: str, text: str, task: str | None, step: int, name: str = "seq2seq-tiny"):
+def logit_lens(device: str, text: str, task: str | None, step: int, name: str = TASK_MODEL):
     return heads.logit_lens(get_model(name, device), text, step=step, task=task)
 
 

@@ -12,7 +12,7 @@ import streamlit as st
 
 from analysis.decoding import DecodingRun
 from i18n import t
-from model import get_spec
+from model import get_spec, models_with
 from model.data import TASKS
 from viz import alignment as va
 from viz import seq2seq as vs
@@ -30,7 +30,7 @@ from .view import (
 )
 from .widgets import Export, chart
 
-MODEL = "seq2seq-tiny"
+MODEL = models_with(tasks=True)[0]  # seq2seq-tiny: trained here on copy / reverse / swap
 # the link's name of each widget of this page (ui/deckfile.py S2S_QUERY): s2s_* in the URL, as no other page uses
 LINK_KEYS = {"s2s_model": "s2s_model", "s2s_task": "task", "s2s_tf": "teacher_forcing", "s2s_target": "s2s_target",
              "s2s_layer": "s2s_layer", "s2s_head": "s2s_head", "s2s_step": "step", "s2s_vocab": "s2s_full_vocab"}
@@ -90,8 +90,7 @@ def controls(model, lang: str = "en") -> tuple[str | None, bool, int, int | str,
     typed target of a model without tasks when teacher forcing, and (a translator with a shortlist) whether to decode
     over the whole vocabulary; the values never depend on `lang`."""
     lg = lang
-    tasks = hasattr(model, "tasks")
-    shortlist = hasattr(model, "allowed_tokens")
+    tasks, shortlist = bool(model.abilities.tasks), model.abilities.shortlist
     n_layers, n_heads = model.config.n_decoder_layers, model.n_heads("cross")
     ss = st.session_state
     if ss.get("s2s_layer") not in range(n_layers):  # the last layer by default (and after a change of model)

@@ -28,11 +28,13 @@ import streamlit as st
 
 from analysis.cache import ByteBudgetCache, budget_bytes
 from i18n import error_message, t
-from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_model
+from model import DEFAULT_MODEL, HeadlightError, get_spec, list_models, load_model, models_with
 
 from .widgets import session_lang
 
-LAB_ENCODER_DECODERS = ("seq2seq-tiny", "paper-base")  # the labs' encoder-decoder: the trained one when it loads
+# the labs' encoder-decoder: the trained one with tasks (seq2seq-tiny) when it loads, else the untrained paper-base
+LAB_ENCODER_DECODERS = (*models_with(tasks=True), *models_with(kind="encoder-decoder", trained=False))
+FIRST_MODELS = (DEFAULT_MODEL, *models_with(tasks=True)[:1])  # a fresh process loads them first (serve/preload.py)
 
 
 def msg(key: str, /, **fmt) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 import streamlit as st
 
 from i18n import t
+from model import models_with
 from model.data import TASKS
 from viz import alignment as va
 from viz import seq2seq as vs
@@ -33,7 +34,7 @@ from .readable import translator_notice
 from .view import View, md_escape
 from .widgets import Export, chart, model_facts
 
-FALLBACK = "seq2seq-tiny"  # the small encoder-decoder trained here (copy / reverse / swap)
+FALLBACK = models_with(tasks=True)[0]  # the small encoder-decoder trained here (copy / reverse / swap)
 SSRU_FORMULA = (r"f_t = \sigma(W_f x_t + b_f),\quad c_t = f_t \odot c_{t-1} + (1 - f_t) \odot W x_t,\quad "
                 r"h_t = \operatorname{ReLU}(c_t)")
 
@@ -63,7 +64,7 @@ def formula(view: View, key: str, lg: str) -> str:
 def body_key(view: View, key: str) -> str:
     """The step's explanation: the cross-attention's "a diagonal for copy" only where the model shown has those
     tasks (seq2seq-tiny); a translator's or a folder's in general words."""
-    if key == "cross" and not hasattr(_loaded(view, decoder_model(view, key)), "tasks"):
+    if key == "cross" and not _loaded(view, decoder_model(view, key)).abilities.tasks:
         return "tour.cross.body_plain"
     return f"tour.{key}.body"
 
@@ -78,10 +79,9 @@ def note(view: View, key: str, name: str, lg: str) -> None:
                "output": "tour.dec.note.output_own"}[key]
         st.info(t(msg, lg, model=view.model_name, fallback=name, last=vt.STEPS.index("ffn") + 1),
                 icon=":material/sync_alt:")
-    elif own and getattr(view.model, "source_lang", None):  # a translator: the languages it reads and writes
-        m = view.model
-        st.info(t("trpages.tour.translator_note", lg, model=name, source=t(f"s2s.lang.{m.source_lang}", lg),
-                  target=t(f"s2s.lang.{m.target_lang}", lg)), icon=":material/translate:")
+    elif own and (tr := view.model.abilities.translation):  # a translator: the languages it reads and writes
+        st.info(t("trpages.tour.translator_note", lg, model=name, source=t(f"s2s.lang.{tr.source}", lg),
+                  target=t(f"s2s.lang.{tr.target}", lg)), icon=":material/translate:")
     else:  # seq2seq-tiny, a BART / Marian folder, paper-base: its own decoder
         trained = "" if view.model.trained else " " + t("tour.dec.note.untrained", lg)
         st.info(t("tour.dec.note.own", lg, model=name) + trained, icon=":material/sync_alt:")
@@ -164,10 +164,10 @@ def _retitle(fig, title: str, x: str | None = None, y: str | None = None):
 
 def _decoding(view: View, key: str, name: str, lg: str, quiz_on: bool) -> None:
     loaded = _loaded(view, name)
-    if getattr(loaded, "source_lang", None) and (unknown := loaded.unknown_words(view.text)):  # Korean: en / pt only
+    if loaded.abilities.translation and (unknown := loaded.unknown_words(view.text)):  # Korean: en / pt only
         translator_notice(loaded, unknown, lg)
     gate = key == "decoder_self" and ssru(loaded)
-    tasks = hasattr(loaded, "tasks")  # seq2seq-tiny: copy / reverse / swap; a translator or a folder: none
+    tasks = bool(loaded.abilities.tasks)  # seq2seq-tiny: copy / reverse / swap; a translator or a folder: none
     c1, c2, c3 = st.columns([2, 1, 1])
     task = c1.radio(t("tour.task", lg), TASKS, horizontal=True, key="tour_task",
                     format_func=lambda x: t(f"tour.task.{x}", lg)) if tasks else None

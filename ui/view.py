@@ -29,7 +29,7 @@ from analysis.explore import default_token
 from i18n import LANGS, Shown, catalogue, pick_lang, t
 from model import DEFAULT_MODEL
 from model.examples import DEFAULT_TEXT
-from model.registry import get_spec
+from model.registry import get_spec, models_with
 
 if TYPE_CHECKING:
     from model.trace import AttentionTrace
@@ -46,7 +46,7 @@ SID = re.compile(r"[A-Za-z0-9_-]{16,43}")
 ROOM_CODE = re.compile(r"[A-Za-z0-9_-]{4,64}")  # what a room code may look like (the store decides if it exists)
 TRACE_KEY = "_hl_trace_key"  # (model, text, block) of the last run's token picker: a new one selects its default
 TOUR_STEP, TOUR_URL_DONE = "_tour_step", "_tour_url_done"  # the tour's step, and whether it has read its link
-TRANSLATORS = ("bergamot-en-pt", "bergamot-pt-en")  # real translators (model/bergamot.py)
+TRANSLATORS = tuple(models_with(translation=True))  # real translators (model/bergamot.py), as the registry declares
 BLOCKS_OF_KIND = {"encoder-decoder": ["encoder", "decoder_self", "cross"], "decoder": ["decoder_self"]}  # else encoder
 
 
@@ -96,7 +96,7 @@ def kind_blocks(model, kind: str) -> list[str]:
     """The attention blocks of a model with no trace yet (no text): its kind's, less the decoder self-attention that
     an SSRU decoder (a Bergamot translator) does not have."""
     blocks = BLOCKS_OF_KIND.get(kind, ["encoder"])
-    ssru = getattr(getattr(model, "config", None), "decoder_mixer", "attention") == "ssru"
+    ssru = model is not None and model.config.decoder_mixer == "ssru"
     return [b for b in blocks if not (ssru and b == "decoder_self")]
 
 

@@ -72,10 +72,9 @@ def layer_head(layer: int, head: int, lang: str, kv: int | None = None) -> str:
 def shared_kv(model, head: int, block: str = "decoder_self") -> int | None:
     """The key/value head a query head of `model` shares (grouped-query attention: SmolLM2's 9 query heads share 3),
     None for a model whose every head has its own and for cross-attention."""
-    cfg = getattr(model, "config", None)
-    if cfg is None or block == "cross":
+    if model is None or block == "cross":
         return None
-    return kv_head(head, cfg.n_heads, getattr(cfg, "n_kv_heads", None))
+    return kv_head(head, model.config.n_heads, model.config.n_kv_heads)
 
 
 def localised_tabs(names: Sequence[str], key: str, lang: str, *, url: bool = False, on_change="rerun", **fmt):

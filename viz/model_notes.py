@@ -94,8 +94,8 @@ class ModelFacts:
                    share_embeddings=config.share_embeddings,
                    scheme=scheme if scheme is not None else scheme_from_tokens(tokens or []),
                    before=before, after=after, vocab_specials=tuple(vocab_specials), pad=pad,
-                   sinusoid_layout=getattr(config, "sinusoid_layout", "interleaved"),
-                   decoder_mixer=getattr(config, "decoder_mixer", "attention"), **_new_options(config))
+                   sinusoid_layout=config.sinusoid_layout,
+                   decoder_mixer=config.decoder_mixer, **_new_options(config))
 
     @classmethod
     def from_model(cls, loaded, probe: str = "a b") -> ModelFacts:
@@ -108,8 +108,8 @@ class ModelFacts:
         except ValueError:  # a tokenizer that cannot read the probe (InputError): no wrapping specials
             tokens, special = [], []
         cfg = loaded.config
-        return cls.from_config(loaded.name, cfg, scheme=getattr(tok, "scheme", None), tokens=tokens, special=special,
-                               vocab_specials=getattr(tok, "special_tokens", ()), pad=tok.id_to_token(cfg.pad_id))
+        return cls.from_config(loaded.name, cfg, scheme=tok.scheme, tokens=tokens, special=special,
+                               vocab_specials=tok.special_tokens, pad=tok.id_to_token(cfg.pad_id))
 
     @property
     def specials(self) -> tuple[str, ...]:
@@ -124,12 +124,12 @@ class ModelFacts:
 def _new_options(config) -> dict:
     """The facts of the options since 2017 that TransformerConfig names (issue 38), their defaults where a config
     does not have them."""
-    local = tuple(getattr(config, "local_layers", ()))
-    return dict(head_dim=getattr(config, "head_dim", None), qk_norm=getattr(config, "qk_norm", False),
-                post_norms=getattr(config, "post_norms", False), norm_offset=getattr(config, "norm_offset", 0.0),
-                attn_scalar=getattr(config, "attn_scalar", None),
-                sliding_window=getattr(config, "sliding_window", None) if local else None, n_local=len(local),
-                rope_theta_local=getattr(config, "rope_theta_local", None))
+    local = tuple(config.local_layers)
+    return dict(head_dim=config.head_dim, qk_norm=config.qk_norm,
+                post_norms=config.post_norms, norm_offset=config.norm_offset,
+                attn_scalar=config.attn_scalar,
+                sliding_window=config.sliding_window if local else None, n_local=len(local),
+                rope_theta_local=config.rope_theta_local)
 
 
 def wrapping_specials(tokens: list[str], special: list[bool]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from model.blocks import Block
 from model.errors import InputError
 
 from ..frozen import to_numpy
@@ -74,5 +75,5 @@ def on_main_block(ablations: dict | None) -> dict | None:
     return {("decoder_self", layer): a for (_, layer), a in (ablations or {}).items()} or None
 
 
-def n_layers_heads(model, block: str = "encoder") -> tuple[int, int]:
+def n_layers_heads(model, block: Block = "encoder") -> tuple[int, int]:
     return model.n_layers(block), model.n_heads(block)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from model.attention import HeadAblation
+from model.blocks import Block
 from model.errors import InputError
 from model.trace import BLOCKS
 
@@ -46,7 +47,7 @@ def heads_from_text(text: str) -> list[HeadRef]:
     return list(dict.fromkeys(out))
 
 
-def ablations_for(heads: Iterable[HeadRef], mode: str = "zero", *, block: str = "encoder") -> dict:
+def ablations_for(heads: Iterable[HeadRef], mode: str = "zero", *, block: Block = "encoder") -> dict:
     """Chosen heads -> the forward's `ablations` argument {(block, layer): HeadAblation(heads of that layer, mode)}.
     With mode "keep", each layer that has a chosen head keeps only its chosen heads."""
     per: dict[tuple[str, int], set[int]] = {}
@@ -69,7 +70,7 @@ def ablatable_blocks(model) -> tuple[str, ...]:
     return tuple(b for b in BLOCKS if not (ssru and b == "decoder_self"))
 
 
-def _check_heads(model, heads: Iterable[HeadRef], block: str) -> list[HeadRef]:
+def _check_heads(model, heads: Iterable[HeadRef], block: Block) -> list[HeadRef]:
     heads = list(heads)
     blocks = ablatable_blocks(model)
     for ref in heads:
@@ -297,7 +298,7 @@ def _topk(probs: torch.Tensor, tok: Callable[[int], str | None], k: int) -> tupl
 
 def expected_answer(model, text: str, task: str | None) -> tuple[str, ...] | None:
     """The exact answer of a task model (seq2seq-tiny: copy / reverse / swap of the text tokens, then <eos>)."""
-    if task is None or not hasattr(model, "tasks"):
+    if task is None or not model.abilities.tasks:
         return None
     from model.data import apply_task  # the training data's own definition of the tasks
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 
+from ..abilities import Abilities
 from ..errors import HeadlightError
 from ..spec import ModelSpec
 from .folder import inspect
@@ -89,7 +90,7 @@ def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSp
         desc = f"A local {mt} {'file' if gguf else 'folder'} ({kind}), {raw}, run by the project's own modules."
     else:
         label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
-    return ModelSpec(name, label, desc, kind, True, _loader(raw, name), path=raw, config=_config(raw))
+    return ModelSpec(name, label, desc, Abilities(kind), True, _loader(raw, name), path=raw, config=_config(raw))
 
 
 def folders_from_env(value: str | None = None) -> list[str]:

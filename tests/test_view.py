@@ -7,6 +7,7 @@ import copy
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from ui.view import K_BLOCK, K_HEAD, K_LAYER, K_TOKEN, SESSION_ID, TRACE_KEY, Controls, read_link, resolve
 
@@ -16,10 +17,11 @@ IT = ROWS.index("it")
 
 
 class Model:
-    """n_layers / n_heads per block, as model.loaded.LoadedModel answers them."""
+    """n_layers / n_heads per block, as model.loaded.LoadedModel answers them; a config with attention decoders."""
 
     def __init__(self, layers: dict[str, int], heads: dict[str, int]):
         self.layers, self.heads = layers, heads
+        self.config = SimpleNamespace(decoder_mixer="attention")
 
     def n_layers(self, block: str) -> int:
         return self.layers[block]

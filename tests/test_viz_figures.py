@@ -347,3 +347,46 @@ def test_colour_scale_and_merge():
     assert merge(base, {"xaxis": {"title": {"font": {"size": 3}}}, "shapes": [2]}) == {
         "xaxis": {"title": {"text": "a", "font": {"size": 3}}, "type": "category"}, "shapes": [2]}
     assert merge({"a": 1}, None) == {"a": 1}
+
+
+# ---- serialisation (viz.theme.Figure.to_dict, issue 39) ---------------------------------------------------------------
+def _explorer_figures() -> dict:
+    from viz.attention import HEAD_HOVER, grid_figure, token_view
+    from viz.heatmap import heatmap
+
+    rng = _rng()
+    n = len(TOKENS)
+    att = _softmax(rng.normal(size=(2, 3, n, n))).astype(np.float32)
+    blocked = ~np.tril(np.ones((n, n), bool))
+    big = rng.normal(size=(700, 300)).astype(np.float32)  # pooled to the heatmap's cell budget
+    return {
+        "one_head": heatmap(att[1, 2], TOKENS, TOKENS, title="L1 H2", zmin=0.0, hover=HEAD_HOVER, masked=blocked,
+                            colorbar_title="weight", xlabel="key", ylabel="query", text_auto=False, highlight_row=3),
+        "one_head_text": heatmap(att[0, 0], TOKENS, TOKENS, text_auto=True, lecture=True),
+        "pooled": heatmap(big, None, None, title="big", colorscale="RdBu", zmid=0.0),
+        "grid": grid_figure(att, (1, 2), title="all heads"),
+        "token_view": token_view(att[1], 2, TOKENS, TOKENS, [0, 1, 2], title="tokens"),
+    }
+
+
+def test_figure_to_dict_is_plotlys_and_leaves_the_figure_unchanged():
+    """The app's figures serialise (st.plotly_chart calls to_dict) to exactly plotly's own dict, typed arrays
+    included, and serialising them neither changes nor freezes their arrays."""
+    figs = {**{name: build("en") for name, build in FIGURES.items()}, **_explorer_figures()}
+    converted = 0
+    for name, fig in figs.items():
+        if not isinstance(fig, go.Figure) or type(fig) is go.Figure:
+            continue  # made by make_subplots or validated graph_objects: plotly's own to_dict
+        converted += 1
+        before = json.dumps(go.Figure.to_dict(fig), sort_keys=True)
+        ours = fig.to_dict()
+        assert json.dumps(ours, sort_keys=True) == before, name
+        assert pio.to_json(ours, validate=False) == pio.to_json(go.Figure.to_dict(fig), validate=False), name
+        assert json.dumps(go.Figure.to_dict(fig), sort_keys=True) == before, name  # the figure is unchanged
+        for tr in fig.data:
+            z = getattr(tr, "z", None)
+            if isinstance(z, np.ndarray):
+                assert z.flags.writeable, name
+    assert converted >= 20
+    z = figs["one_head"].to_dict()["data"][0]["z"]
+    assert z["dtype"] == "f4" and z["shape"] == f"{len(TOKENS)}, {len(TOKENS)}"  # a typed array, not a list

@@ -98,7 +98,7 @@ def read_url() -> None:
     for their page (`page_param`)."""
     ss = st.session_state
     ss[URL_DONE] = True
-    qp = st.query_params
+    qp = st.query_params.to_dict()  # one read (each key's last value, as st.query_params[key]); not 20 proxied ones
     notices: list[str] = []
     lg = pick_lang(qp.get(K_LANG))  # the notices below are in the link's language
     text = qp.get(K_TEXT)

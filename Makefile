@@ -74,6 +74,8 @@ bench: $(DEV_STAMP)
 	$(PY) bench/bench_model.py
 	$(PY) bench/bench_model.py --threads 2 --append
 	$(PY) bench/bench_app.py
+	$(PY) bench/bench_run_cpu.py
+	$(PY) bench/bench_gpu.py
 	$(PY) bench/bench_heads.py
 	$(PY) bench/bench_e5.py
 	$(PY) bench/bench_gpt2.py

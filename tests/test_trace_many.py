@@ -34,6 +34,25 @@ def test_stack_copies_layer_by_layer_and_releases():
     assert kept == [None] * 4 and got.dtype == np.float32 and got.flags.owndata
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_stack_on_device_equals_stack_bit_for_bit(dtype):
+    """The accelerator's path (model.loaded._stack_on_device: stacked there, moved once) gives `_stack`'s array bit
+    for bit; run here on CPU tensors (no GPU on the development machine), both row cuts, with release."""
+    import torch
+
+    from model.loaded import _stack, _stack_on_device
+
+    layers = [torch.randn(3, 2, 6, 6).to(getattr(torch, dtype)) for _ in range(5)]
+    for row, n in ((2, 4), (0, None), (1, 6)):
+        want = _stack(list(layers), row, n)
+        got = _stack_on_device(list(layers), row, n)
+        assert got.dtype == np.float32 and got.shape == want.shape and got.flags.c_contiguous
+        assert got.tobytes() == want.tobytes()
+    kept = list(layers)
+    got = _stack_on_device(kept, 1, 3, release=True)
+    assert kept == [None] * 5 and got.tobytes() == _stack(list(layers), 1, 3).tobytes()
+
+
 def test_trace_many_equals_trace_one_by_one(minilm):
     many = traces.trace_many(minilm, TEXTS)
     for text, got in zip(TEXTS, many):

@@ -347,3 +347,81 @@ def test_colour_scale_and_merge():
     assert merge(base, {"xaxis": {"title": {"font": {"size": 3}}}, "shapes": [2]}) == {
         "xaxis": {"title": {"text": "a", "font": {"size": 3}}, "type": "category"}, "shapes": [2]}
     assert merge({"a": 1}, None) == {"a": 1}
+
+
+# ---- serialisation (viz.theme.Figure: built when read, to_dict without plotly's copies; issue 39) -----------------
+def _explorer_builders() -> dict:
+    from viz.attention import HEAD_HOVER, grid_figure, token_view
+    from viz.heatmap import heatmap
+
+    n = len(TOKENS)
+    att = _softmax(_rng().normal(size=(2, 3, n, n))).astype(np.float32)
+    blocked = ~np.tril(np.ones((n, n), bool))
+    big = _rng().normal(size=(700, 300)).astype(np.float32)  # pooled to the heatmap's cell budget
+    return {
+        "one_head": lambda: heatmap(att[1, 2], TOKENS, TOKENS, title="L1 H2", zmin=0.0, hover=HEAD_HOVER,
+                                    masked=blocked, colorbar_title="weight", xlabel="key", ylabel="query",
+                                    text_auto=False, highlight_row=3),
+        "one_head_text": lambda: heatmap(att[0, 0], TOKENS, TOKENS, text_auto=True, lecture=True),
+        "pooled": lambda: heatmap(big, None, None, title="big", colorscale="RdBu", zmid=0.0),
+        "grid": lambda: grid_figure(att, (1, 2), title="all heads"),
+        "token_view": lambda: token_view(att[1], 2, TOKENS, TOKENS, [0, 1, 2], title="tokens"),
+    }
+
+
+def _lazy_and_built():
+    """(name, the figure as a builder returns it, never read; the same figure, built) for every builder whose figure
+    is a viz.theme.Figure (make_subplots' are plotly's own)."""
+    from viz.theme import Figure
+
+    builders = {**{name: (lambda b=b: b("ko")) for name, b in FIGURES.items()}, **_explorer_builders()}
+    out = []
+    for name, build in builders.items():
+        lazy, built = build(), build()
+        if type(lazy) is Figure:
+            assert "_lazy" in lazy.__dict__, name
+            built.data  # noqa: B018 - reading it builds it
+            assert "_lazy" not in built.__dict__, name
+            out.append((name, lazy, built))
+    assert len(out) >= 20
+    return out
+
+
+def test_figure_to_dict_is_plotlys_key_for_key_and_leaves_the_figure_unchanged():
+    """What st.plotly_chart serialises (to_dict) is exactly plotly's own dict — keys in plotly's order, typed arrays
+    included — whether the figure was built or not, and serialising changes nothing (a figure plotly would store
+    otherwise, e.g. with a second x axis, is built first)."""
+    for name, lazy, built in _lazy_and_built():
+        want = pio.to_json(go.Figure.to_dict(built), validate=False)  # plotly's own, order kept
+        assert pio.to_json(lazy.to_dict(), validate=False) == want, name
+        if name.startswith(("one_head", "pooled")):  # a figure of one trace and plain axes: to_dict did not build it
+            assert "_lazy" in lazy.__dict__, name
+        assert pio.to_json(built.to_dict(), validate=False) == want, name
+        assert lazy.to_json() == built.to_json() == go.Figure.to_json(built), name
+        assert pio.to_json(go.Figure.to_dict(built), validate=False) == want, name  # unchanged by serialising
+        for tr in built.data:
+            if isinstance(getattr(tr, "z", None), np.ndarray):
+                assert tr.z.flags.writeable, name
+    z = dict(_lazy_and_built_by_name())["one_head"].to_dict()["data"][0]["z"]
+    assert z["dtype"] == "f4" and z["shape"] == f"{len(TOKENS)}, {len(TOKENS)}"  # a typed array, not a list
+
+
+def _lazy_and_built_by_name():
+    return [(name, lazy) for name, lazy, _ in _lazy_and_built()]
+
+
+def test_an_unbuilt_figure_behaves_as_the_built_one():
+    """Reading or changing a figure that was not built yet (fig.data, fig.layout, update_layout, a deep copy,
+    plotly.io) builds it first: the same traces and layout as the figure built at once."""
+    import copy
+
+    for name, lazy, built in _lazy_and_built()[:8]:
+        assert lazy.layout.to_plotly_json() == built.layout.to_plotly_json(), name
+        assert [t.type for t in lazy.data] == [t.type for t in built.data], name
+        assert "_lazy" not in lazy.__dict__
+        assert copy.deepcopy(lazy).to_json() == copy.deepcopy(built).to_json(), name
+        lazy.update_layout(height=123)
+        assert lazy.to_dict()["layout"]["height"] == 123 and built.layout.height != 123, name
+    _, fresh, _ = _lazy_and_built()[0]
+    fresh.update_layout(height=321)  # a method call on an unbuilt figure
+    assert fresh.to_dict()["layout"]["height"] == 321

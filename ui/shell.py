@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import copy
 import logging
 import time
 from pathlib import Path
@@ -105,14 +106,23 @@ def run() -> None:
     st.session_state[RUN_MS_KEY] = (time.perf_counter() - started) * 1000
 
 
+_PAGE_TEMPLATES: dict[str, list] = {}  # lang -> the st.Page objects made once per process, copied for each session
+
+
 def session_pages(lang: str) -> list:
     """This session's st.Page objects in `lang`, made once per session and language: making one resolves its file on
-    disk, seven lookups on every run otherwise. Never shared between sessions (a Page records whether it may run)."""
+    disk, seven lookups on every run otherwise. Never shared between sessions (a Page records whether it may run):
+    each session gets shallow copies of the process's templates (made once per language; a new session's first run
+    then copies seven small objects instead of resolving seven files, 1.5 % of an explorer run's CPU, issue 39)."""
     ss = st.session_state
     made = ss.get(PAGES_KEY)
     if made is None or made[0] != lang:
-        made = (lang, [st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default,
-                               url_path=None if p.default else p.name) for p in PAGES])
+        templates = _PAGE_TEMPLATES.get(lang)
+        if templates is None:
+            templates = _PAGE_TEMPLATES[lang] = [
+                st.Page(p.file, title=t(p.title_key, lang), icon=p.icon, default=p.default,
+                        url_path=None if p.default else p.name) for p in PAGES]
+        made = (lang, [copy.copy(page) for page in templates])
         ss[PAGES_KEY] = made
     return made[1]
 

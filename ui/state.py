@@ -97,7 +97,7 @@ def read_url() -> None:
     page (`page_param`)."""
     ss = st.session_state
     ss[URL_DONE] = True
-    qp = st.query_params
+    qp = st.query_params.to_dict()  # one read (each key's last value, as st.query_params[key]); not 20 proxied ones
     link = read_link(qp, available_models(), device_choices(), MAX_TEXT_CHARS)
     ss.update(link.writes)
     if K_ROOM in link.writes and SESSION_ID not in link.writes:  # a new student: an anonymous id, in the link from

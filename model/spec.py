@@ -1,4 +1,4 @@
-"""What the registry holds for each model: its name, labels and a loader (a callable: device -> LoadedModel)."""
+"""What the registry holds for each model: its name, labels and its source (model/source.py), made when loaded."""
 
 from __future__ import annotations
 
@@ -13,14 +13,16 @@ class ModelSpec:
     description: str
     kind: str  # "encoder" | "decoder" | "encoder-decoder"
     trained: bool
-    loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
+    source: Callable  # source() -> Source (model/source.py); imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
     config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
     scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
     warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
 
     def load(self, device):
-        return self.loader(device)
+        from .source import build
+
+        return build(self.source(), device, self.name)
 
     def read_config(self):
         """The model's TransformerConfig without loading it (a preset, a config.json, a GGUF header), or None when

@@ -365,10 +365,14 @@ def load_weights(module: nn.Module, ck, table: dict, *, strict: bool = False, ig
         values.append((tensor, value))
     if strict:
         extra = ck.unused(ignored)
-        if extra:
+        if extra and ck.fix:  # a file the project ships or installs
             raise WeightsError(f"{ck.source} does not have the expected keys: missing [], unexpected {extra[:5]}. "
                                f"Fix: {ck.fix}", key="weights_keys", source=ck.source, missing=[],
                                unexpected=extra[:5], fix=ck.fix)
+        if extra:  # a local model's: never silently left unread
+            raise WeightsError(f"{ck.source}: the weights hold {len(extra)} tensor(s) this model does not read, e.g. "
+                               f"{extra[:5]}: not a checkpoint of this architecture as this app implements it.",
+                               key="hf_tensor_unexpected", path=ck.source, count=len(extra), tensors=str(extra[:5]))
     with torch.no_grad():
         for tensor, value in values:
             tensor.data = value.to(dtype=tensor.dtype, device=tensor.device).contiguous()

@@ -22,6 +22,7 @@ Only what the modules implement is accepted; any other option is refused by name
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,11 @@ class Family:
     config: Callable[[Fields], tuple[TransformerConfig, dict]]  # config.json -> (config, special ids by role)
     table: Callable[[TransformerConfig], dict]  # module key -> checkpoint source (model/weights.py)
     anchor: str  # a tensor every checkpoint of the family holds (finds the prefix: "bert.", "model.", ...)
+    unread: tuple[str, ...] = ()  # stored tensors the modules do not read (regular expressions): any other is an error
+
+    def ignored(self, ck) -> list[str]:
+        """The checkpoint's tensors that the family declares unread (a strict load refuses any other left over)."""
+        return [n for n in ck.tensors if any(re.fullmatch(p, n) for p in self.unread)]
 
 
 def qkv(c: TransformerConfig, *names: str) -> Cat:

@@ -27,17 +27,17 @@ def _free_name(base: str, taken: Collection[str]) -> str:
     return name
 
 
-def _loader(path: str, name: str):
-    def load(device):
+def _source(path: str, name: str):
+    def source():
         if path.lower().endswith(".gguf"):
-            from ..gguf import load_gguf
+            from ..gguf import gguf_source
 
-            return load_gguf(device, path, name)
-        from .load import load_local
+            return gguf_source(path, name)
+        from .load import folder_source
 
-        return load_local(device, path, name=name)
+        return folder_source(path, name)
 
-    return load
+    return source
 
 
 def _config(path: str):
@@ -89,7 +89,7 @@ def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSp
         desc = f"A local {mt} {'file' if gguf else 'folder'} ({kind}), {raw}, run by the project's own modules."
     else:
         label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
-    return ModelSpec(name, label, desc, kind, True, _loader(raw, name), path=raw, config=_config(raw))
+    return ModelSpec(name, label, desc, kind, True, _source(raw, name), path=raw, config=_config(raw))
 
 
 def folders_from_env(value: str | None = None) -> list[str]:

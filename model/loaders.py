@@ -66,12 +66,6 @@ def smollm2_source() -> Source:
                        description="SmolLM2-135M-Instruct (pretrained; its 4-bit GGUF weights dequantised)")
 
 
-def smollm2_config():
-    from .gguf import read_gguf_config
-
-    return read_gguf_config(smollm2_path())
-
-
 def warm_smollm2_cache() -> bool:
     """SmolLM2's tensors dequantised onto the disk cache, if they are not there yet (model/dequant_cache.py): what
     a fresh server does in the background, so its first SmolLM2 page does not dequantise. True when it wrote them."""

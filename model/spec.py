@@ -15,7 +15,6 @@ class ModelSpec:
     trained: bool
     source: Callable  # source() -> Source (model/source.py); imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
-    config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
     scripts: tuple[str, ...] = ()  # the writing systems its vocabulary reads (model/scripts.py names); () unknown
     warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
 
@@ -27,9 +26,9 @@ class ModelSpec:
     def read_config(self):
         """The model's TransformerConfig without loading it (a preset, a config.json, a GGUF header), or None when
         it cannot be read (a broken folder: loading says why)."""
-        if self.config is None:
-            return None
+        from .source import read_config
+
         try:
-            return self.config()
+            return read_config(self.source())
         except Exception:  # noqa: BLE001 - a folder that cannot be read has no config to show; loading reports it
             return None

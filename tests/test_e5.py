@@ -21,6 +21,7 @@ from e5_reference import Engine, our_embedding, xlmr_state
 
 from model import e5
 from model.errors import HeadlightError, WeightsError
+from model.source import build
 
 TEXTS = {
     "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
@@ -48,7 +49,7 @@ def packed():
 
 @pytest.fixture(scope="module")
 def tok(packed):
-    return e5.E5Tokenizer(e5.build_tokenizer(packed), packed.max_positions, packed.norm_map)
+    return e5.e5_tokenizer(packed)
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +146,11 @@ def test_altered_or_missing_wheel_file(tmp_path, monkeypatch):
     path = _corrupt(tmp_path, e5.e5_path(), lambda d: d.__setitem__(10_000_000, d[10_000_000] ^ 1))
     monkeypatch.setenv("HEADLIGHT_E5_FILE", str(path))
     with pytest.raises(WeightsError) as err:
-        e5.load_e5_parts()
+        build(e5.e5_source(), torch.device("cpu"))
     assert err.value.key == "weights_altered" and e5.E5_FIX in str(err.value)
     monkeypatch.setenv("HEADLIGHT_E5_FILE", str(tmp_path / "gone.bin"))
     with pytest.raises(WeightsError) as err:
-        e5.load_e5_parts()
+        build(e5.e5_source(), torch.device("cpu"))
     assert err.value.key == "weights_missing"
 
 

@@ -22,10 +22,7 @@ from .tokenizer import load_tokenizer
 def describe(where: str, c: TransformerConfig) -> str:
     """One line on what the folder holds, from the config the model was built with."""
     dec = c.decoder_config()
-
-    def own(enc: int, value: int) -> str:  # the decoder's value where it differs from the encoder's
-        return "" if value == enc else f" (decoder {value})"
-
+    own = lambda enc, value: "" if value == enc else f" (decoder {value})"  # noqa: E731 - the decoder's, if its own
     if c.kind == "encoder":
         return where + (f"{c.n_encoder_layers} layers x {c.n_heads} heads, d_model {c.d_model}, d_k {c.d_k}, "
                         f"{c.activation} FFN of {c.d_ff}.")

@@ -40,22 +40,6 @@ def _source(path: str, name: str):
     return source
 
 
-def _config(path: str):
-    """config() -> TransformerConfig of a folder (its config.json) or a GGUF file (its header); no weights read."""
-    def config():
-        if path.lower().endswith(".gguf"):
-            from ..gguf import read_gguf_config
-
-            return read_gguf_config(path)
-        from .configs import Fields
-        from .families import FAMILIES
-
-        folder = inspect(path)
-        return FAMILIES[folder.model_type].config(Fields(folder.config, folder.model_type, str(folder.path)))[0]
-
-    return config
-
-
 def _inspect_gguf(path: str) -> tuple[str, str]:
     """(kind, architecture) of a GGUF file, from its header (no tensor is read)."""
     from ..gguf import GGUFFile, gguf_config
@@ -89,7 +73,7 @@ def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSp
         desc = f"A local {mt} {'file' if gguf else 'folder'} ({kind}), {raw}, run by the project's own modules."
     else:
         label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
-    return ModelSpec(name, label, desc, kind, True, _source(raw, name), path=raw, config=_config(raw))
+    return ModelSpec(name, label, desc, kind, True, _source(raw, name), path=raw)
 
 
 def folders_from_env(value: str | None = None) -> list[str]:

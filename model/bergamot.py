@@ -32,7 +32,7 @@ from .config import TransformerConfig
 from .errors import WeightsError
 from .loaded import Seq2SeqModel
 from .marian import MarianFile, Shortlist
-from .source import Source, build
+from .source import Source
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .weights import Cat, Row, T, installed_file
 
@@ -233,11 +233,7 @@ def bergamot_source(name: str, directory: Path | None = None) -> Source:
 
     return Source(name, {role: directory / f for role, f in direction.files().items()}, digests=direction.sha256,
                   fix=FIX, open=lambda r: MarianFile(r.files["model"], fix=FIX), config=lambda r: read_config(r.file),
-                  table=lambda r: weight_table(r.config), tokenizer=tokenizer, extra=extra, model=BergamotModel, same_vocab=True,
-                  ignored=lambda r: [k for k in r.file.tensors if k.endswith(IGNORED_SUFFIX)],
+                  table=lambda r: weight_table(r.config), tokenizer=tokenizer, extra=extra, model=BergamotModel,
+                  same_vocab=True, ignored=lambda r: [k for k in r.file.tensors if k.endswith(IGNORED_SUFFIX)],
                   description=f"Firefox Translations {direction.source_lang}->{direction.target_lang} tiny "
                               "(pretrained; its int8 weights dequantised)")
-
-
-def load_bergamot(name: str, device: torch.device, directory: Path | None = None) -> BergamotModel:
-    return build(bergamot_source(name, directory), device)

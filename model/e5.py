@@ -339,10 +339,6 @@ class E5Tokenizer(TextTokenizer):
                               add_special_tokens=add_special_tokens)
 
 
-def e5_tokenizer(packed: PackedE5) -> E5Tokenizer:
-    return E5Tokenizer(build_tokenizer(packed), packed.max_positions, packed.norm_map)
-
-
 def e5_table(c: TransformerConfig) -> dict:
     """The packed file's tensor names for the encoder's modules (all but the word table, kept quantised)."""
     d = c.d_model
@@ -359,7 +355,6 @@ def e5_table(c: TransformerConfig) -> dict:
 
 def e5_source(path: Path | None = None):
     """multilingual-e5-small from the verified, checked packed file: an EncoderModel whose word table stays 4-bit."""
-    from .loaded import EncoderModel
     from .source import Source
 
     def embedding(r) -> QuantizedEmbedding:
@@ -367,6 +362,7 @@ def e5_source(path: Path | None = None):
 
     return Source(E5_NAME, {"model": path or e5_path()}, digests={"model": E5_SHA256}, fix=E5_FIX,
                   weights=lambda r: read_packed(r.files["model"]), config=lambda r: PRESETS[E5_NAME],
-                  tokenizer=lambda r: e5_tokenizer(r.file), embedding=embedding, table=lambda r: e5_table(r.config),
-                  ignored=lambda r: ("emb.word",), model=EncoderModel, collect=True,  # the pieces: the tokenizer has them
+                  tokenizer=lambda r: E5Tokenizer(build_tokenizer(r.file), r.file.max_positions, r.file.norm_map),
+                  embedding=embedding, table=lambda r: e5_table(r.config), ignored=lambda r: ("emb.word",),
+                  collect=True,  # the file's piece list and tables: the tokenizer holds its own copy
                   description="multilingual-e5-small (pretrained, 4-bit weights dequantised)")

@@ -418,8 +418,9 @@ def gguf_source(path: str | Path, name: str | None = None, *, fix: str = "", sha
         check_size(path, [path])
         return GGUFFile(path, fix=fix)
 
-    def ignored(r) -> tuple:  # a vision tower in the same file (Ollama keeps Gemma 3's there, "v." and "mm."): not read
-        return ("rope_freqs.weight", *(n for n in r.file.tensors if n.startswith(VISION_PREFIXES) and r.config.post_norms))
+    def ignored(r) -> tuple:  # a Gemma 3 file's vision tower (Ollama keeps it there, "v." and "mm."): not read
+        gemma = r.file.metadata["general.architecture"] == "gemma3"
+        return ("rope_freqs.weight", *(n for n in r.file.tensors if gemma and n.startswith(VISION_PREFIXES)))
 
     def describe(r) -> str:
         c = r.config
@@ -431,7 +432,7 @@ def gguf_source(path: str | Path, name: str | None = None, *, fix: str = "", sha
 
     return Source(name or path.stem, {"model": path}, digests={"model": sha256} if sha256 else {}, fix=fix,
                   open=open_file, config=lambda r: gguf_config(r.file), weights=lambda r: r.file.prefetch(),
-                  tokenizer=lambda r: TextTokenizer(gguf_tokenizer(r.file.metadata, r.file.path), r.config.max_positions),
+                  tokenizer=lambda r: TextTokenizer(gguf_tokenizer(r.file.metadata, path), r.config.max_positions),
                   table=lambda r: gguf_table(r.config, r.file.metadata["general.architecture"]), ignored=ignored,
                   description=describe, input_major=False)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .config import PRESETS
 from .hf.families import encoder_table
-from .loaded import EncoderModel, Seq2SeqModel
+from .loaded import Seq2SeqModel
 from .source import Source
 from .tokenizer import TextTokenizer
 from .weights import MINILM_FIX, MINILM_IGNORED, MINILM_SHA256, Checkpoint, installed_file, minilm_dir, verify_file
@@ -38,7 +38,7 @@ def minilm_source(directory: Path | None = None) -> Source:
         weights=lambda r: Checkpoint([r.files["model"]], fix=r.fix, source="model.safetensors"),
         table=lambda r: encoder_table(r.config), ignored=lambda r: MINILM_IGNORED,
         tokenizer=lambda r: TextTokenizer.from_file(r.files["tokenizer"], r.config.max_positions),
-        model=EncoderModel, description="all-MiniLM-L6-v2 (pretrained)")
+        description="all-MiniLM-L6-v2 (pretrained)")
 
 
 def paper_base_source() -> Source:
@@ -50,7 +50,7 @@ def paper_base_source() -> Source:
 
     return Source("paper-base", {"tokenizer": minilm_dir() / "tokenizer.json"}, config=lambda r: PRESETS["paper-base"],
                   tokenizer=lambda r: TextTokenizer.from_file(r.files["tokenizer"], r.config.max_positions),
-                  ids=ids, model=Seq2SeqModel, seed=0, trained=False, description="untrained: random weights")
+                  ids=ids, seed=0, trained=False, description="untrained: random weights")
 
 
 def smollm2_path() -> Path:

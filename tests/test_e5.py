@@ -49,7 +49,7 @@ def packed():
 
 @pytest.fixture(scope="module")
 def tok(packed):
-    return e5.e5_tokenizer(packed)
+    return e5.E5Tokenizer(e5.build_tokenizer(packed), packed.max_positions, packed.norm_map)
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ def folder_source(path: str | os.PathLike, name: str | None = None) -> Source:
         return {"bos_id": ids["start"], "eos_id": ids["eos"]} if r.config.kind == "encoder-decoder" else {}
 
     return Source(
-        name or folder.path.name, {"config": folder.path / "config.json", "tokenizer": folder.tokenizer_path},
+        name or folder.path.name, {"config": folder.path / "config.json", "tokenizer": folder.path / "tokenizer.json"},
         config=config, weights=lambda r: Checkpoint(folder.weight_files, anchor=family.anchor),
         table=lambda r: family.table(r.config), ignored=lambda r: family.ignored(r.file),
         tokenizer=lambda r: load_tokenizer(folder.path, r.config.max_positions, r.config.vocab_size,

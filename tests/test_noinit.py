@@ -72,3 +72,14 @@ def test_loaded_weights_are_the_files():
     assert torch.equal(ours["src_embed.token.weight"], ref["embeddings.word_embeddings.weight"])
     assert torch.equal(ours["encoder.layers.5.norm2.bias"], ref["encoder.layer.5.output.LayerNorm.bias"])
     assert all(torch.isfinite(v).all() for v in ours.values())
+
+
+def test_one_place_builds_a_model_without_random_weights():
+    """model/source.py's build is the only place a Transformer is made under no_random_init (and so loaded)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    uses = [str(p.relative_to(root)) for p in sorted((root / "model").rglob("*.py"))
+            for line in p.read_text(encoding="utf-8").splitlines()
+            if "no_random_init()" in line and not line.lstrip().startswith("def ")]
+    assert uses == ["model/source.py"]

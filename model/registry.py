@@ -1,4 +1,4 @@
-"""Model registry: names to loaders. `load_model(name)` returns a LoadedModel.
+"""Model registry: names to sources (model/source.py). `load_model(name)` returns a LoadedModel.
 
 The built-in models are registered here; local folders only when an entry point asks (`register_local_models`: the
 app's start and the CLI), never at import.

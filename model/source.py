@@ -50,7 +50,7 @@ def _nothing(r: Reading) -> dict:
 
 @dataclass(frozen=True)
 class Source:
-
+    """How one model is made from its files: each step a function of the Reading so far (the module docstring)."""
     name: str
     files: dict[str, Path]  # role -> path ("model", "tokenizer", ...)
     config: Callable[[Reading], TransformerConfig]

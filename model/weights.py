@@ -3,7 +3,7 @@ one strict loader every model goes through (nanoGPT's `from_pretrained` discipli
 
     load_weights(module, checkpoint, table)
 
-`table` is a family's weight-name table (model/families.py): module key -> where the tensor comes from in the
+`table` is a family's weight-name table (model/hf/families.py): module key -> where the tensor comes from in the
 checkpoint. Keys may hold `{i}` (a layer index) and `{p}` (weight or bias); the sources use the same fields:
 
     "encoder.layers.{i}.norm1.{p}": "encoder.layer.{i}.attention.output.LayerNorm.{p}"

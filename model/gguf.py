@@ -29,7 +29,7 @@ from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType
 from gguf.quants import dequantize
 
 if TYPE_CHECKING:
-    from .config import TransformerConfig
+    pass
 
 from .errors import WeightsError
 from .weights import Fn, map_file, renamed
@@ -168,7 +168,7 @@ class GGUFFile:
             self.tensors[name] = GGUFTensor(name, qtype, shape, start, nbytes)
 
     # ---- tensors --------------------------------------------------------------------------------------------
-    def prefetch(self, workers: int = 2) -> None:
+    def prefetch(self, workers: int = 2) -> GGUFFile:
         """Dequantise every tensor, `workers` at a time, in the background while the tokenizer and module are built
         (or take those an earlier process kept, model/dequant_cache.py): `array` hands each out once, waiting."""
         from concurrent.futures import ThreadPoolExecutor
@@ -181,6 +181,7 @@ class GGUFFile:
             self._ready = {name: pool.submit(self._dequantize, name) for name in self.tensors}
             pool.shutdown(wait=False)
             dequant_cache.save_when_done(self.path, self._ready)
+        return self
 
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantised to float32, in PyTorch's order (shape as listed)."""
@@ -294,15 +295,6 @@ def _minus_one(w: torch.Tensor) -> torch.Tensor:
     return w - 1
 
 
-def read_gguf_config(path) -> TransformerConfig:
-    """The TransformerConfig of a GGUF file, from its header only (no tensor is read)."""
-    f = GGUFFile(path)
-    try:
-        return gguf_config(f)
-    finally:
-        f.close()
-
-
 def gguf_config(f: GGUFFile):
     """The TransformerConfig a llama / qwen2 / qwen3 / gemma3 GGUF file describes, read as llama.cpp reads it;
     anything the modules do not implement is refused by name (another architecture, RoPE scaling (but Gemma 3's
@@ -413,38 +405,38 @@ def gguf_table(c, arch: str) -> dict:
     return {key: renamed(src, source) for key, src in llama_table(c).items()}
 
 
-def load_gguf(device: torch.device, path: str | Path, name: str | None = None, *, fix: str = "",
-              description: str = ""):
-    """A DecoderOnlyModel on the one Transformer from a llama / qwen2 / qwen3 / gemma3 GGUF file, its weights
-    dequantised once."""
+def gguf_source(path: str | Path, name: str | None = None, *, fix: str = "", sha256: str | None = None,
+                description: str = ""):
+    """A llama / qwen2 / qwen3 / gemma3 GGUF file: its config, tokenizer and weights (dequantised once) all in it."""
     from .gguf_tokenizer import gguf_tokenizer
     from .hf.folder import check_size
-    from .loaded import DecoderOnlyModel
-    from .noinit import no_random_init
+    from .source import Source
     from .tokenizer import TextTokenizer
-    from .transformer import Transformer
-    from .weights import load_weights
-
     path = Path(path)
-    check_size(path, [path])
-    f = GGUFFile(path, fix=fix)
-    try:
-        config = gguf_config(f)
-        f.prefetch()  # the weights dequantise in the background while the tokenizer and the module are built
-        tok = TextTokenizer(gguf_tokenizer(f.metadata, f.path), config.max_positions)
-        with no_random_init():  # every parameter is set below, strictly
-            module = Transformer(config)
-        arch = f.metadata["general.architecture"]
-        # a vision tower in the same file (Ollama keeps Gemma 3's there, "v." and "mm."): not read, and not an error
-        vision = [n for n in f.tensors if arch == "gemma3" and n.startswith(VISION_PREFIXES)]
-        load_weights(module, f, gguf_table(config, arch), strict=True, ignored=("rope_freqs.weight", *vision),
-                     name=path.name)
-    finally:
-        f.close()
-    c = config
-    desc = description or (f"{f.metadata['general.architecture']} GGUF from {path}: decoder-only, {c.n_decoder_layers} "
-                           f"layers x {c.n_heads} query heads on {c.kv_heads} key/value heads, d_model {c.d_model}, "
-                           f"d_k {c.d_k}, RMSNorm, RoPE (theta {c.rope_theta:g}), "
-                           f"{'GeGLU' if c.activation != 'silu' else 'SwiGLU'} FFN of {c.d_ff}"
-                           f"{f', sliding window {c.sliding_window} on {len(c.local_layers)} layers' if c.local_layers else ''}.")
-    return DecoderOnlyModel(name or path.stem, module, tok, device, trained=True, description=desc, input_major=False)
+
+    def open_file(r) -> GGUFFile:
+        check_size(path, [path])
+        return GGUFFile(path, fix=fix)
+
+    def ignored(r) -> tuple:  # a Gemma 3 file's vision tower (Ollama keeps it there, "v." and "mm."): not read
+        gemma = r.file.metadata["general.architecture"] == "gemma3"
+        return ("rope_freqs.weight", *(n for n in r.file.tensors if gemma and n.startswith(VISION_PREFIXES)))
+
+    def describe(r) -> str:
+        c = r.config
+        return description or (
+            f"{r.file.metadata['general.architecture']} GGUF from {path}: decoder-only, {c.n_decoder_layers} layers x "
+            f"{c.n_heads} query heads on {c.kv_heads} key/value heads, d_model {c.d_model}, d_k {c.d_k}, RMSNorm, RoPE "
+            f"(theta {c.rope_theta:g}), {'GeGLU' if c.activation != 'silu' else 'SwiGLU'} FFN of {c.d_ff}"
+            f"{f', sliding window {c.sliding_window} on {len(c.local_layers)} layers' if c.local_layers else ''}.")
+
+    return Source(name or path.stem, {"model": path}, digests={"model": sha256} if sha256 else {}, fix=fix,
+                  open=open_file, config=lambda r: gguf_config(r.file), weights=lambda r: r.file.prefetch(),
+                  tokenizer=lambda r: TextTokenizer(gguf_tokenizer(r.file.metadata, path), r.config.max_positions),
+                  table=lambda r: gguf_table(r.config, r.file.metadata["general.architecture"]), ignored=ignored,
+                  description=describe, input_major=False)
+
+
+def load_gguf(device: torch.device, path: str | Path, name: str | None = None):  # a DecoderOnlyModel
+    from .source import build
+    return build(gguf_source(path, name), device)

@@ -1,14 +1,10 @@
-"""Build a module whose weights are about to be loaded without drawing random initial weights first.
-
-    with no_random_init():
-        module = BertEncoder(config)      # parameters left as allocated (torch.empty)
-    load_state(module, state)             # every parameter and persistent buffer overwritten, strictly
-
-Every loader of this package loads strictly (the file's keys must cover the module's state_dict), so the values
-drawn by `torch.nn.init` in the constructors are always thrown away: for seq2seq-tiny and MiniLM that drawing was
-0.27 of the 0.44 s it takes to load both (cProfile; `normal_` over the 51,576 x 128 embeddings and `uniform_` over
-every Linear), on every fresh app process. Hugging Face's `no_init_weights` does the same. Building on PyTorch's
-`meta` device instead would import torch._dynamo (~3 s).
+"""Build a module whose weights are about to be loaded without drawing random initial weights first: the one
+model/source.py `build` builds every loaded model within this block, then overwrites every parameter and persistent
+buffer strictly (the file's keys must cover the module's state_dict), so the values drawn by `torch.nn.init` in the
+constructors would always be thrown away: for seq2seq-tiny and MiniLM that drawing was 0.27 of the 0.44 s it takes
+to load both (cProfile; `normal_` over the 51,576 x 128 embeddings and `uniform_` over every Linear), on every fresh
+app process. Hugging Face's `no_init_weights` does the same. Building on PyTorch's `meta` device instead would import
+torch._dynamo (~3 s).
 
 The init functions of `torch.nn.init` are wrapped once, and the wrappers skip only in a thread inside this context
 (a thread-local flag): a session building a random model (paper-base, training) at the same moment still gets its

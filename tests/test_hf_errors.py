@@ -152,6 +152,25 @@ def test_shape_mismatch_names_the_tensor_and_both_shapes(bert_dir, tmp_path):
     expect(WeightsError, "hf_tensor_missing", "lack the tensor 'encoder.layer.1.intermediate.dense.weight'", path=d)
 
 
+def test_a_tensor_the_model_does_not_read_is_refused_by_name(bert_dir, tmp_path):
+    """Every load is strict: a tensor no table entry reads is an error naming it (it used to be skipped silently);
+    what the family declares unread (a task head, the pooler, an old position-id buffer) is not."""
+    d = copy_dir(bert_dir, tmp_path / "u")
+    state = load_file(str(d / "model.safetensors"))
+    plain = load_local(CPU, d).module.state_dict()
+    state["encoder.layer.0.attention.self.extra.weight"] = torch.ones(4, 4)
+    save_file(state, str(d / "model.safetensors"))
+    err = expect(WeightsError, "hf_tensor_unexpected", "1 tensor(s) this model does not read",
+                 "'encoder.layer.0.attention.self.extra.weight'", path=d)
+    assert err.params["count"] == 1 and err.params["path"] == str(d)
+    del state["encoder.layer.0.attention.self.extra.weight"]
+    state |= {"pooler.dense.weight": torch.ones(30, 30), "cls.predictions.bias": torch.ones(5),
+              "embeddings.position_ids": torch.arange(8)[None]}
+    save_file(state, str(d / "model.safetensors"))
+    ours = load_local(CPU, d).module.state_dict()
+    assert ours.keys() == plain.keys() and all(torch.equal(ours[k], plain[k]) for k in ours)
+
+
 def test_tokenizer_missing_invalid_and_too_large(bert_dir, tmp_path):
     d = copy_dir(bert_dir, tmp_path / "k")
     (d / "tokenizer.json").unlink()

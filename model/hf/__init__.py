@@ -3,7 +3,7 @@ Transformer; `transformers` is never imported.
 
     folder.py     inspect a folder without loading it (what the registry and the errors need)
     families.py   one record per family: config.json -> TransformerConfig, and its weight-name table
-    load.py       the one pipeline: `load_local(device, path)`
+    load.py       a folder's Source (`folder_source`), built by model/source.py; `load_local(device, path)`
     specs.py      a folder as a registry entry (the entry points register them)
     configs.py, tokenizer.py   typed config.json fields; tokenizer.json through `tokenizers`
 """

@@ -22,6 +22,7 @@ Only what the modules implement is accepted; any other option is refused by name
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,11 @@ class Family:
     config: Callable[[Fields], tuple[TransformerConfig, dict]]  # config.json -> (config, special ids by role)
     table: Callable[[TransformerConfig], dict]  # module key -> checkpoint source (model/weights.py)
     anchor: str  # a tensor every checkpoint of the family holds (finds the prefix: "bert.", "model.", ...)
+    unread: tuple[str, ...] = ()  # stored tensors the modules do not read (regular expressions): any other is an error
+
+    def ignored(self, ck) -> list[str]:
+        """The checkpoint's tensors that the family declares unread (a strict load refuses any other left over)."""
+        return [n for n in ck.tensors if any(re.fullmatch(p, n) for p in self.unread)]
 
 
 def qkv(c: TransformerConfig, *names: str) -> Cat:
@@ -401,19 +407,27 @@ def seq2seq_table(c: TransformerConfig) -> dict:
     return t
 
 
+# what a family's checkpoints may hold that the modules do not read, by name (any other tensor left over is an error):
+# buffers older versions saved, a task's head on top of the model, a tied table stored twice, Gemma 3's vision tower
+HEADS = r"(pooler|cls|classifier|pre_classifier|qa_outputs|lm_head|vocab_(transform|layer_norm|projector))\..*"
+ENCODER = ("embeddings.word_embeddings.weight", (HEADS, r".*position_ids"))
+LM = ((r"(.*\.)?(lm_head|score)\.weight", r"(.*\.)?attn\.(masked_)?bias", r".*rotary_emb\.inv_freq",
+       r"(.*\.)?(vision_tower|multi_modal_projector)\..*"))
+SEQ2SEQ = ("encoder.layers.0.self_attn.q_proj.weight",
+           (r"(model\.)?shared\.weight", r"(model\.)?(encoder|decoder)\.embed_tokens\.weight", r"lm_head\.weight"))
+
 FAMILIES: dict[str, Family] = {f.model_type: f for f in (
-    Family("bert", "encoder", bert_config, encoder_table, "embeddings.word_embeddings.weight"),
-    Family("roberta", "encoder", bert_config, encoder_table, "embeddings.word_embeddings.weight"),
-    Family("xlm-roberta", "encoder", bert_config, encoder_table, "embeddings.word_embeddings.weight"),
-    Family("distilbert", "encoder", distilbert_config, lambda c: encoder_table(c, "distilbert"),
-           "embeddings.word_embeddings.weight"),
-    Family("gpt2", "decoder", gpt2_config, gpt2_table, "wte.weight"),
-    Family("llama", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
-    Family("mistral", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
-    Family("qwen2", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight"),
-    Family("qwen3", "decoder", qwen3_config, llama_table, "layers.0.self_attn.q_norm.weight"),
-    Family("gemma3_text", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight"),
-    Family("gemma3", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight"),
-    Family("bart", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
-    Family("marian", "encoder-decoder", seq2seq_config, seq2seq_table, "encoder.layers.0.self_attn.q_proj.weight"),
+    Family("bert", "encoder", bert_config, encoder_table, *ENCODER),
+    Family("roberta", "encoder", bert_config, encoder_table, *ENCODER),
+    Family("xlm-roberta", "encoder", bert_config, encoder_table, *ENCODER),
+    Family("distilbert", "encoder", distilbert_config, lambda c: encoder_table(c, "distilbert"), *ENCODER),
+    Family("gpt2", "decoder", gpt2_config, gpt2_table, "wte.weight", LM),
+    Family("llama", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight", LM),
+    Family("mistral", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight", LM),
+    Family("qwen2", "decoder", llama_config, llama_table, "layers.0.self_attn.q_proj.weight", LM),
+    Family("qwen3", "decoder", qwen3_config, llama_table, "layers.0.self_attn.q_norm.weight", LM),
+    Family("gemma3_text", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight", LM),
+    Family("gemma3", "decoder", gemma3_config, llama_table, "layers.0.pre_feedforward_layernorm.weight", LM),
+    Family("bart", "encoder-decoder", seq2seq_config, seq2seq_table, *SEQ2SEQ),
+    Family("marian", "encoder-decoder", seq2seq_config, seq2seq_table, *SEQ2SEQ),
 )}

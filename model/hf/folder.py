@@ -32,10 +32,6 @@ class Folder:
     weight_files: tuple[Path, ...]  # model.safetensors, or the shards named by the index
     n_bytes: int  # total size of the weight files
 
-    @property
-    def tokenizer_path(self) -> Path:
-        return self.path / "tokenizer.json"
-
 
 def max_bytes() -> int:
     raw = os.environ.get(MAX_BYTES_ENV, "").strip()

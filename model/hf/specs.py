@@ -28,33 +28,17 @@ def _free_name(base: str, taken: Collection[str]) -> str:
     return name
 
 
-def _loader(path: str, name: str):
-    def load(device):
+def _source(path: str, name: str):
+    def source():
         if path.lower().endswith(".gguf"):
-            from ..gguf import load_gguf
+            from ..gguf import gguf_source
 
-            return load_gguf(device, path, name)
-        from .load import load_local
+            return gguf_source(path, name)
+        from .load import folder_source
 
-        return load_local(device, path, name=name)
+        return folder_source(path, name)
 
-    return load
-
-
-def _config(path: str):
-    """config() -> TransformerConfig of a folder (its config.json) or a GGUF file (its header); no weights read."""
-    def config():
-        if path.lower().endswith(".gguf"):
-            from ..gguf import read_gguf_config
-
-            return read_gguf_config(path)
-        from .configs import Fields
-        from .families import FAMILIES
-
-        folder = inspect(path)
-        return FAMILIES[folder.model_type].config(Fields(folder.config, folder.model_type, str(folder.path)))[0]
-
-    return config
+    return source
 
 
 def _inspect_gguf(path: str) -> tuple[str, str]:
@@ -90,7 +74,7 @@ def folder_spec(path: str | os.PathLike, taken: Collection[str] = ()) -> ModelSp
         desc = f"A local {mt} {'file' if gguf else 'folder'} ({kind}), {raw}, run by the project's own modules."
     else:
         label, desc = f"{name} (local folder, cannot be loaded)", f"Cannot be loaded: {problem}"
-    return ModelSpec(name, label, desc, Abilities(kind), True, _loader(raw, name), path=raw, config=_config(raw))
+    return ModelSpec(name, label, desc, Abilities(kind), True, _source(raw, name), path=raw)
 
 
 def folders_from_env(value: str | None = None) -> list[str]:

@@ -81,11 +81,11 @@ class DecodingRun:
 def expected_tokens(loaded, enc, task: str) -> list[str]:
     """The task's correct output: a permutation of the source text tokens, then <eos>."""
     text_tokens = enc.tokens[1:-1]  # drop <task> and <eos>
-    return [*apply_task(task, text_tokens), loaded.tokenizer.id_to_token(loaded.eos_id)]
+    return [*apply_task(task, text_tokens), *loaded.token_texts([loaded.eos_id])]
 
 
 def _source(loaded, text: str, task: str | None):
-    return loaded.encode_source(text, task=task) if task is not None else loaded.encode_source(text)
+    return loaded.encode(text, task=task) if task is not None else loaded.encode(text)
 
 
 def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
@@ -110,13 +110,13 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
          shortlist: bool = False) -> DecodingRun:
     """Step t is row t-1 of every matrix of one forward over the decoder inputs (T,). shortlist: the decoder chose
     within the model's shortlist (each step's top tokens are marked with whether it allows them)."""
-    tok = loaded.tokenizer.id_to_token
+    tok = loaded.token_texts
     fwd = fwd or _forward(loaded, enc, dec_in, ablations)
     self_att, cross, top_p, top_i = fwd["self"], fwd["cross"], fwd["top_p"], fwd["top_i"]
     allowed = loaded.allowed_tokens(enc.ids) if shortlist else None  # (V,) bool
-    steps = tuple(Step(inputs=[tok(i) for i in dec_in[: t + 1]],
+    steps = tuple(Step(inputs=tok(dec_in[: t + 1]),
                        self_attention=None if self_att is None else self_att[:, :, : t + 1, : t + 1],
-                       cross_row=cross[:, :, t], top_tokens=[tok(i) for i in top_i[t]], top_probs=top_p[t],
+                       cross_row=cross[:, :, t], top_tokens=tok(top_i[t]), top_probs=top_p[t],
                        chosen=chosen[t],
                        top_allowed=None if allowed is None else tuple(bool(allowed[i]) for i in top_i[t]))
                   for t in range(len(dec_in)))
@@ -139,7 +139,7 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
     A model with a lexical shortlist (a Bergamot translator) chooses within it, as its engine does; full_vocab: over
     the whole vocabulary instead."""
     enc = _source(loaded, text, task)
-    tok = loaded.tokenizer.id_to_token
+    tok = loaded.token_texts
     expected = expected_tokens(loaded, enc, task) if task is not None else []
     kw = {"ablations": ablations} if ablations else {}
     if task is not None:
@@ -150,14 +150,14 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
         agreed = next((t for t, (p, d) in enumerate(zip(pred, draft)) if p != d), len(draft))
         if (agreed == len(draft) and loaded.eos_id not in draft[:-1]
                 and len(draft) <= loaded.step_limit(enc.ids, max_steps)):
-            return _run(loaded, enc, dec_in, [tok(i) for i in draft], task, "greedy", expected, fwd=fwd)
+            return _run(loaded, enc, dec_in, tok(draft), task, "greedy", expected, fwd=fwd)
         kw["draft"] = [*draft[:agreed], pred[agreed]] if agreed < len(draft) else draft
     shortlist = loaded.abilities.shortlist and not full_vocab
     if full_vocab and loaded.abilities.shortlist:
         kw["full_vocab"] = True
     ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     dec_in = ys[:-1]
-    return _run(loaded, enc, dec_in, [tok(i) for i in ys[1:]], task, "greedy", expected, ablations,
+    return _run(loaded, enc, dec_in, tok(ys[1:]), task, "greedy", expected, ablations,
                 output_ids=ys[1:], shortlist=shortlist)
 
 
@@ -166,18 +166,18 @@ def teacher_forced_run(loaded, text: str, task: str | None = None, target: str |
     user (tokenized without specials, then the model's end token), as `python -m model --target` does."""
     enc = _source(loaded, text, task)
     if target is not None:
-        ids = loaded.tokenizer.encode(check_text(target), add_special_tokens=False).ids if target.strip() else []
+        ids = loaded.encode_target(check_text(target)) if target.strip() else []
         if not ids:
             raise InputError("The target has no tokens: type the output you want to teacher-force.",
                              key="empty_target")
         target_ids = [*ids, loaded.eos_id][: loaded.config.max_positions - 1]
-        expected = [loaded.tokenizer.id_to_token(i) for i in target_ids]
+        expected = loaded.token_texts(target_ids)
     elif task is None:
         raise InputError("Teacher forcing needs a target: type the output you want to teacher-force.",
                          key="empty_target")
     else:
         expected = expected_tokens(loaded, enc, task)
-        target_ids = [loaded.tokenizer.token_to_id(t) for t in expected]
+        target_ids = loaded.token_ids(expected)
     dec_in = [loaded.bos_id, *target_ids[:-1]]  # (T,) shifted right
     return _run(loaded, enc, dec_in, expected, task, "teacher forcing", expected, output_ids=target_ids,
                 shortlist=loaded.abilities.shortlist)

@@ -16,8 +16,10 @@ import numpy as np
 import torch
 
 from model.masks import causal_mask, decoder_mask, padding_mask, sliding_window_mask
+from model.run import Keep, Run
 
 from .frozen import freeze, to_numpy
+from .heads.common import encoder_input
 
 STAGE_NAMES = ("scores", "scaled", "masked", "weights", "mask")
 
@@ -56,13 +58,17 @@ def padded_run(loaded, texts: list[str], layers: bool | set[int] = True, upto: i
     the stages of `layers` (True: all; a page asks for the one it shows, which bounds memory on long inputs).
     upto: run the layers up to that one only (then `attention` holds layers 0..upto)."""
     tokens, ids = loaded.pad_sources(texts)
-    with torch.inference_mode():
-        t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
-        keep = t_ids != loaded.config.pad_id  # (b, n): the padding appended here is no key
-        out = loaded.module.encode(t_ids, keep=keep, record=layers, upto=upto)
-        stages = {i: _stage_arrays(r["self"], out.mask) for i, r in out.records.items()}
+    t_ids = torch.as_tensor(ids, device=loaded.device)  # (b, n)
+    keep = t_ids != loaded.config.pad_id  # (b, n): the padding appended here is no key
+    out = loaded.run(Run(t_ids, keep_mask=keep, keep=Keep(detail=_layers(layers)), upto=upto)).encoder
+    stages = {i: _stage_arrays(r.detail["self"], out.mask) for i, r in out.layers.items() if r.detail is not None}
     return freeze(PaddedRun(tokens=tokens, ids=ids, mask=ids != loaded.config.pad_id,
-                            attention=to_numpy(torch.stack(out.self_attention)), stages=stages))
+                            attention=to_numpy(torch.stack([out.layers[i].attention for i in sorted(out.layers)])),
+                            stages=stages))
+
+
+def _layers(layers: bool | set[int]) -> bool | frozenset[int]:
+    return layers if isinstance(layers, bool) else frozenset(layers)
 
 
 def padded_stages(run: PaddedRun, layer: int, head: int, row: int) -> dict[str, np.ndarray]:
@@ -76,21 +82,18 @@ def decoder_run(loaded, source: str, target: str, n_pad: int = 1, layers: bool |
     """Teacher-force [<bos>, target tokens, <pad> x n_pad] into the decoder of an encoder-decoder model, with the
     model's own combined mask (padding AND look-ahead), recording every decoder layer."""
     cfg = loaded.config
-    src = loaded.encode_source(source)
-    tgt = loaded.tokenizer.encode(target, add_special_tokens=False)
-    ids = [loaded.bos_id, *tgt.ids][: cfg.max_positions - n_pad] + [cfg.pad_id] * n_pad
-    tok = loaded.tokenizer.id_to_token
-    with torch.inference_mode():
-        s = torch.tensor([src.ids], device=loaded.device)  # (1, m)
-        t = torch.tensor([ids], device=loaded.device)  # (1, T)
-        keep = t != cfg.pad_id  # (1, T): the padding appended here is no key; the start token is one (Marian: <pad>)
-        keep[:, 0] = True
-        out = loaded.module(s, t, record=layers, target_keep=keep)
-        stages = {i: {k: v[0] for k, v in _stage_arrays(r["self"], out.tgt_mask).items()}
-                  for i, r in out.decoder.records.items()}
-    return freeze(DecoderRun(source_tokens=src.tokens, tokens=[tok(i) or "?" for i in ids], ids=np.array(ids),
-                             mask=to_numpy(out.tgt_mask[0, 0]),
-                             attention=to_numpy(torch.stack([a[0] for a in out.decoder.self_attention])),
+    src = encoder_input(loaded, source)  # the model's source encoding (analysis.heads.common)
+    ids = [loaded.bos_id, *loaded.encode_target(target)][: cfg.max_positions - n_pad] + [cfg.pad_id] * n_pad
+    t = torch.tensor([ids], device=loaded.device)  # (1, T)
+    keep = t != cfg.pad_id  # (1, T): the padding appended here is no key; the start token is one (Marian: <pad>)
+    keep[:, 0] = True
+    run = Run(src.ids, target=t, target_keep=keep, keep=Keep(detail=_layers(layers), logits="none"))
+    out = loaded.run(run).decoder
+    stages = {i: {k: v[0] for k, v in _stage_arrays(r.detail["self"], out.mask).items()}
+              for i, r in out.layers.items() if r.detail is not None}
+    return freeze(DecoderRun(source_tokens=list(src.tokens), tokens=loaded.token_texts(ids, "?"), ids=np.array(ids),
+                             mask=to_numpy(out.mask[0, 0]),
+                             attention=to_numpy(torch.stack([out.layers[i].attention[0] for i in sorted(out.layers)])),
                              stages=stages))
 
 

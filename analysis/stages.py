@@ -20,6 +20,7 @@ import torch
 
 from model.blocks import Block
 from model.norms import norm_scale
+from model.run import Keep, Run
 from model.trace import BLOCKS, AttentionTrace
 
 from .frozen import freeze, to_numpy
@@ -37,18 +38,14 @@ def layer_record(loaded, trace: AttentionTrace, block: Block, layer: int) -> dic
     n_layers = loaded.n_layers(block)
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} out of range 0..{n_layers - 1}")
-    src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, n)
-    module = loaded.module
+    keep = Keep(detail=frozenset({layer}), logits="none")
     # upto=layer: the layers above the recorded one are not run (Step by step on layer 0 ran all six of MiniLM's)
-    with torch.inference_mode():
-        if loaded.config.kind == "encoder-decoder" and block != "encoder":
-            tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
-            return module.decode(tgt, module.encode(src), record={layer}, upto=layer).records[layer]
-        types = None
-        if loaded.config.type_vocab_size:
-            types = loaded.tokenizer.encode(trace.text, trace.meta.get("pair")).type_ids
-        type_ids = torch.tensor([types], device=loaded.device) if types and len(types) == src.shape[1] else None
-        return module.main_stack(src, type_ids, record={layer}, upto=layer).records[layer]
+    if loaded.config.kind == "encoder-decoder" and block != "encoder":
+        rec = loaded.run(Run(trace.source_ids, target=trace.target_ids, keep=keep, upto=layer)).decoder  # (1, T)
+    else:  # the trace's own token types (a pair's segment B is 1), where the model reads them
+        types = trace.source_type_ids if len(trace.source_type_ids) == len(trace.source_ids) else None
+        rec = loaded.run(Run(trace.source_ids, type_ids=loaded.type_ids(types), keep=keep, upto=layer)).main
+    return rec.layers[layer].detail
 
 
 def loaded_blocks(loaded) -> tuple[str, ...]:

@@ -90,7 +90,7 @@ def lab_words(text: str) -> list[int]:
 
 def _tokens(task: str, sentence: str) -> tuple:
     """(source, decoder input, target, right source positions) of a sentence, as tokens."""
-    x = lab.encode(sentence)
+    x = lab_words(sentence)
     src, tin, tout = lab.sequences(task, x)
     return (tuple(lab.VOCAB[i] for i in src), tuple(lab.VOCAB[i] for i in tin),
             tuple(lab.VOCAB[i] for i in tout[:-1]), tuple(1 + j for j in permutation(task, len(x))))
@@ -177,7 +177,7 @@ def loss_row(name: str, logits: torch.Tensor, target: int, eps: float) -> LossRo
 @torch.no_grad()
 def smoothing(model: torch.nn.Module, task: str, position: int, eps: float = 0.1, k: int = 8) -> Smoothing:
     """Label smoothing at one decoder position of the fixed sentence, over the lab's real vocabulary (V entries)."""
-    src, tin, tout = lab.sequences(task, lab.encode(lab.FIXED_SENTENCE))
+    src, tin, tout = lab.sequences(task, lab_words(lab.FIXED_SENTENCE))
     position = min(max(int(position), 0), len(tout) - 1)
     right, v = tout[position], len(lab.VOCAB)
     logits = model(torch.tensor([src]), torch.tensor([tin])).logits[0, position]  # (V,)
@@ -243,7 +243,7 @@ def teacher_forcing(trained: torch.nn.Module, task: str, sentence: str, seed: in
     """One training step's view of `sentence` (lab.UnknownWords for a word outside the vocabulary): the shifted
     target and a training step's logits at every position, untrained (the run's step 0) and trained; eval mode
     (dropout's effect is the dropout view's)."""
-    src, tin, tout = lab.sequences(task, lab.encode(sentence))
+    src, tin, tout = lab.sequences(task, lab_words(sentence))
     untrained, _ = lab.build_model(seed)
     n = len(tin)
     return freeze(TeacherForcing(task, tuple(lab.VOCAB[i] for i in src), tuple(lab.VOCAB[i] for i in tin),
@@ -279,7 +279,7 @@ def dropout_view(trained: torch.nn.Module, task: str, sentence: str, seed: int, 
     RNG lock) and in inference mode; one head's weights from the model's own forward in each."""
     if block not in BLOCKS:
         raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
-    src, tin, _ = lab.sequences(task, lab.encode(sentence))
+    src, tin, _ = lab.sequences(task, lab_words(sentence))
     s, t = torch.tensor([src]), torch.tensor([tin])
     model = copy.deepcopy(trained)  # the cached model stays in eval mode for every other session
     layer = min(max(int(layer), 0), lab.LAB_MODEL.n_encoder_layers - 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from model.run import Run
 from model.trace import AttentionTrace
 
 from .frozen import freeze
@@ -22,15 +23,13 @@ def output_distribution(loaded, trace: AttentionTrace, last_hidden: np.ndarray, 
     diff: the largest |logits - output(last_hidden)|, the output layer applied to `last_hidden` (T, d), the last
     decoder layer's output (0 up to float error when the stages and the forward agree)."""
     module = loaded.module
-    src = torch.tensor([trace.source_ids], device=loaded.device)  # (1, N)
-    tgt = torch.tensor([trace.target_ids], device=loaded.device)  # (1, T)
+    logits = loaded.run(Run(trace.source_ids, target=trace.target_ids)).logits[0].float()  # (T, V): (1, N), (1, T)
     with torch.inference_mode():
-        logits = module(src, tgt).logits[0].float()  # (T, V)
         again = module.output(torch.tensor(np.array(last_hidden), device=loaded.device)).float()  # (T, V)
         probs = logits.softmax(-1)
         top_p, top_i = probs.topk(min(k, probs.shape[-1]), dim=-1)  # (T, k)
-    tok = loaded.tokenizer.id_to_token
-    return freeze({"top_probs": top_p.cpu().numpy(), "top_tokens": [[tok(i) for i in row] for row in top_i.tolist()],
+    tok = loaded.token_texts
+    return freeze({"top_probs": top_p.cpu().numpy(), "top_tokens": [tok(row) for row in top_i.tolist()],
                    "sums": probs.sum(-1).cpu().numpy(), "vocab": int(logits.shape[-1]),
                    "W": tuple(module.generator.weight.T.shape),
                    "diff": float((logits - again).abs().max())})

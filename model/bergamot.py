@@ -182,7 +182,8 @@ class BergamotModel(Seq2SeqModel):
         limit = self.step_limit(src_ids, max_new_tokens)
         with torch.inference_mode():
             ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations,
-                                           draft=draft, allowed=allowed)
+                                           draft=draft, allowed=allowed,
+                                           generator_t=self.generator_t if allowed is None else None)
         return ys[0].tolist()
 
     def translate(self, text: str, *, full_vocab: bool = False) -> str:

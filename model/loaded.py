@@ -14,6 +14,7 @@ Notation: b batch, h heads, n/N source length, T target length, L layers, d d_mo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from .blocks import Block
 from .config import TransformerConfig
 from .errors import InputError
 from .run import Record, Run
+from .token_ops import TokenOps
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
 from .transformer import Output, Transformer
@@ -86,7 +88,7 @@ def input_major_linears(module: nn.Module) -> int:
     return changed
 
 
-class LoadedModel:
+class LoadedModel(TokenOps):
     main_block: Block = "encoder"  # the self-attention block a page shows first (a decoder-only model: "decoder_self")
 
     def __init__(self, name: str, module: Transformer, tokenizer: TextTokenizer, device: torch.device,
@@ -195,6 +197,7 @@ class LoadedModel:
     def _source_fields(self, text: str, enc: Encoded) -> dict:
         return dict(model=self.name, text=text, source_tokens=enc.tokens, source_ids=enc.ids,
                     source_special=enc.special, source_word_ids=enc.word_ids, source_offsets=enc.offsets,
+                    source_type_ids=enc.type_ids,
                     truncated=enc.truncated, n_tokens_untruncated=enc.n_tokens_untruncated)
 
 
@@ -353,6 +356,13 @@ class Seq2SeqModel(LoadedModel):
             raise ValueError(f"tokenizer lacks {token!r}")
         return i
 
+    @cached_property
+    def generator_t(self) -> torch.Tensor:
+        """(d, V): the output matrix transposed once for the greedy loop's one-row products (Transformer.next_logits),
+        kept here, not on the module: a loaded model's weights never change (a trained one's may: the module makes
+        its own copy per call)."""
+        return self.module.generator_t()
+
     def step_limit(self, src_ids: list[int], max_new_tokens: int | None = None) -> int:
         """How many tokens greedy decoding may emit: never past the model's positions, whatever the caller (a URL
         parameter, say) asked for."""
@@ -369,7 +379,7 @@ class Seq2SeqModel(LoadedModel):
         limit = self.step_limit(src_ids, max_new_tokens)
         with torch.inference_mode():
             ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations,
-                                           draft=draft)
+                                           draft=draft, generator_t=self.generator_t)
         return ys[0].tolist()
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,

@@ -43,6 +43,7 @@ class AttentionTrace:
     source_word_ids: list[int]  # word index per token, -1 for special tokens
     encoder_attention: np.ndarray | None  # (L, H, N, N) float32; None for a decoder-only model
     source_offsets: list[tuple[int, int]] = field(default_factory=list)
+    source_type_ids: list[int] = field(default_factory=list)  # token type (segment) per token: 0 text, 1 its pair
     target_tokens: list[str] | None = None
     target_ids: list[int] | None = None
     target_special: list[bool] | None = None
@@ -126,7 +127,7 @@ class AttentionTrace:
     # ---- save / load ---------------------------------------------------
     _ARRAYS = ("encoder_attention", "decoder_self_attention", "cross_attention",
                "encoder_hidden_states", "decoder_hidden_states", "decoder_forget_gates")
-    _LISTS = ("source_ids", "source_special", "source_word_ids", "source_offsets",
+    _LISTS = ("source_ids", "source_special", "source_word_ids", "source_offsets", "source_type_ids",
               "target_ids", "target_special")
 
     def to_npz_dict(self) -> dict[str, np.ndarray]:
@@ -203,6 +204,7 @@ class AttentionTrace:
                 source_special=lst("source_special") or [],
                 source_word_ids=lst("source_word_ids") or [],
                 source_offsets=[tuple(o) for o in (lst("source_offsets") or [])],
+                source_type_ids=lst("source_type_ids") or [],
                 encoder_attention=get("encoder_attention"),
                 target_tokens=[str(t) for t in z["target_tokens"]] if "target_tokens" in z.files else None,
                 target_ids=lst("target_ids"),

@@ -53,7 +53,6 @@ class DecodeCache:
 
 
 class Transformer(nn.Module):
-    _generator_t: tuple | None = None  # ((data_ptr, version) of the generator weight, its (d, V) copy): next_logits
 
     def __init__(self, config: TransformerConfig, token_embedding: nn.Module | None = None):
         """token_embedding: a ready lookup module for the source tokens (e.g. a quantised table)."""
@@ -183,25 +182,30 @@ class Transformer(nn.Module):
         return self.generator(h if norm is None else norm(h))
 
     # ---- greedy decoding ---------------------------------------------------------------------------------------
-    def next_logits(self, h: torch.Tensor) -> torch.Tensor:
+    def generator_t(self) -> torch.Tensor:
+        """(d, V): a contiguous copy of the generator's weight as it is now (no copy where it is stored input-major).
+        Made by the caller and kept there (model/loaded.py Seq2SeqModel.generator_t; greedy_decode once per call
+        otherwise), never on this module, whose weights training may change."""
+        return self.generator.weight.detach().t().contiguous()
+
+    def next_logits(self, h: torch.Tensor, weight_t: torch.Tensor | None = None) -> torch.Tensor:
         """The generator on one position per row: h (b, d) -> logits (b, V), the same product as self.generator(h)
-        (to float rounding), from a contiguous (d, V) copy of its weight made once. For one row, (1, d) x (d, V)
-        reads the matrix in one pass: 0.8 ms instead of 3.5 ms for seq2seq-tiny's 51,576 x 128 on one core, where
-        the greedy loop's projections were 60 % of the Encoder-decoder page's server CPU under a lecture hall."""
-        w = self.generator.weight
-        key = (w.data_ptr(), w._version)
-        if self._generator_t is None or self._generator_t[0] != key:
-            self._generator_t = (key, w.detach().t().contiguous())
+        (to float rounding), from weight_t (d, V), a contiguous copy of its weight (generator_t(); made here when
+        None). For one row, (1, d) x (d, V) reads the matrix in one pass: 0.8 ms instead of 3.5 ms for seq2seq-tiny's
+        51,576 x 128 on one core, where the greedy loop's projections were 60 % of the Encoder-decoder page's server
+        CPU under a lecture hall."""
+        t = self.generator_t() if weight_t is None else weight_t
         bias = self.generator.bias
-        t = self._generator_t[1]
         return torch.addmm(bias, h, t) if bias is not None else h @ t
 
-    def _chooser(self, allowed: torch.Tensor | None, device):
+    def _chooser(self, allowed: torch.Tensor | None, device, weight_t: torch.Tensor | None = None):
         """h (b, d) -> the argmax token ids (b,) over the whole vocabulary, or over the `allowed` ones (V,) bool only:
         then the logits of those rows alone, from their rows of the output matrix gathered once (a shortlist of ~1,000
-        of 32,000 pieces: the engine's way). Ties go to the lowest id either way."""
+        of 32,000 pieces: the engine's way). Ties go to the lowest id either way. weight_t: the caller's
+        generator_t() (None: made here, once for this chooser)."""
         if allowed is None:
-            return lambda h: self.next_logits(h).argmax(-1)
+            t = self.generator_t() if weight_t is None else weight_t
+            return lambda h: self.next_logits(h, t).argmax(-1)
         ids = allowed.to(device).nonzero().flatten()  # (k,) ascending
         w = self.generator.weight.detach()[ids].t().contiguous()  # (d, k)
         b = self.generator.bias.detach()[ids] if self.generator.bias is not None else None
@@ -210,7 +214,7 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, *,
                       ablations: dict | None = None, draft: list[int] | None = None,
-                      allowed: torch.Tensor | None = None) -> torch.Tensor:
+                      allowed: torch.Tensor | None = None, generator_t: torch.Tensor | None = None) -> torch.Tensor:
         """The paper's inference: feed each output back in, one token at a time (batched).
 
         src (b, m) -> (b, <= max_len + 1), starting with <bos>; rows that emitted <eos> are padded; stops when
@@ -223,8 +227,9 @@ class Transformer(nn.Module):
         token where it first disagrees; the plain loop goes on from there. A draft the model agrees with costs one
         pass instead of one per token.
 
-        allowed (V,) bool: the only tokens it may choose (a lexical shortlist, as Marian's engines decode); None: any."""
-        choose = self._chooser(allowed, src.device)
+        allowed (V,) bool: the only tokens it may choose (a lexical shortlist, as Marian's engines decode); None: any.
+        generator_t: the caller's copy of the output matrix, generator_t() (None: made once for this call)."""
+        choose = self._chooser(allowed, src.device, generator_t)
         enc = self.encode(src, ablations=ablations)
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)

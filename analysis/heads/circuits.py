@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from model.errors import InputError
+from model.run import Run
 
 from ..frozen import ro, to_numpy
 
@@ -101,16 +102,13 @@ class Induction:
 def bos_id(model) -> int | None:
     """The id the model's tokenizer puts before every text, when it puts one (Llama 2, Gemma); None otherwise
     (GPT-2, SmolLM2)."""
-    enc = model.tokenizer.encode("a")
+    enc = model.encode_prompt("a")  # a decoder-only model's own prompt encoding
     return int(enc.ids[0]) if enc.ids and enc.special[0] else None
 
 
 def random_ids(model, repeat: int, seed: int = INDUCTION_SEED) -> list[int]:
     """`repeat` distinct random ids of the model's vocabulary, none of them special."""
-    tok = model.tokenizer
-    vocab = min(tok.vocab_size, model.config.vocab_size)
-    specials = {tok.token_to_id(s) for s in tok.special_tokens}
-    pool = np.array([i for i in range(vocab) if i not in specials])
+    pool = np.array(model.ordinary_ids())
     if len(pool) < repeat:
         raise InputError(f"The vocabulary has only {len(pool)} ordinary tokens.", key="induction_small_vocab",
                          n=len(pool))
@@ -128,15 +126,15 @@ def induction(model, repeat: int = INDUCTION_REPEAT, seed: int = INDUCTION_SEED)
     r = random_ids(model, repeat, seed)
     ids = ([bos] if bos is not None else []) + r + r
     x = torch.tensor([ids], dtype=torch.long, device=model.device)
+    rec = model.run(Run(x))
+    layers = rec.decoder.layers
+    att = np.stack([to_numpy(layers[i].attention[0]) for i in sorted(layers)])  # (L, H, N, N)
     with torch.inference_mode():
-        out = model.module(x)
-        att = np.stack([to_numpy(a[0]) for a in out.decoder.self_attention])  # (L, H, N, N)
-        logp = out.logits[0, :-1].float().log_softmax(-1)
+        logp = rec.logits[0, :-1].float().log_softmax(-1)
         nll = -logp.gather(-1, x[0, 1:, None])[:, 0].cpu().numpy()  # nll[j]: predicting ids[j + 1]
     ind, prev = induction_scores(att, repeat, offset)
     first = nll[offset : offset + repeat - 1]  # predicting r[1 ..] inside the first half
     second = nll[offset + repeat : offset + 2 * repeat - 1]  # predicting r[1 ..] again in the second half
-    tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
-    return Induction(tuple(ids), tuple(tok(i) for i in ids), repeat, offset, ro(ind), ro(prev),
+    return Induction(tuple(ids), tuple(model.token_texts(ids, "#{id}")), repeat, offset, ro(ind), ro(prev),
                      float(first.mean()) if first.size else float("nan"),
                      float(second.mean()) if second.size else float("nan"))

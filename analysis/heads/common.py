@@ -51,9 +51,9 @@ def encoder_input(model, text: str, **kw) -> EncoderInput:
     """Tokenize `text` as the model's encoder sees it (kw: e.g. task= for seq2seq-tiny)."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("The text is empty: type a sentence.", key="empty_text")
-    enc = model.encode_source(text, **kw) if model.kind == "encoder-decoder" else model.tokenizer.encode(text)
+    enc = model.encode(text, **kw)  # the model's one way in (model/token_ops.py); it decides the token types too
     ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
-    type_ids = torch.tensor([enc.type_ids], dtype=torch.long, device=model.device) if model.kind == "encoder" else None
+    type_ids = model.type_ids(enc.type_ids)  # (1, N) or None
     return EncoderInput(tuple(enc.tokens), tuple(bool(s) for s in enc.special), tuple(enc.word_ids),
                         tuple(enc.words()), ids, type_ids)
 

@@ -68,7 +68,7 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
         final = int(out.logits[0, step].argmax())
         p, idx = probs.topk(min(k, probs.shape[-1]), dim=-1)
         rank = (probs > probs[:, final : final + 1]).sum(-1)
-    tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
+    tok = lambda i: model.token_texts([i], "#{id}")[0]  # noqa: E731
     return LogitLens(
         step, tuple(tok(i) for i in dec_in[: step + 1]), tok(final),
         tuple(range(states.shape[0])),
@@ -89,7 +89,7 @@ def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> L
         final = int(out.logits[0, -1].argmax())
         p, idx = probs.topk(min(k, probs.shape[-1]), dim=-1)
         rank = (probs > probs[:, final : final + 1]).sum(-1)
-    tok = lambda i: model.tokenizer.id_to_token(int(i)) or f"#{int(i)}"  # noqa: E731
+    tok = lambda i: model.token_texts([i], "#{id}")[0]  # noqa: E731
     return LogitLens(
         len(enc.ids) - 1, tuple(enc.tokens), tok(final),
         tuple(range(states.shape[0])),

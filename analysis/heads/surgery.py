@@ -291,9 +291,10 @@ class DecoderEffect:
         return [{"token": t, "before": round(b, 4), "after": round(a, 4)} for t, b, a in self.compared]
 
 
-def _topk(probs: torch.Tensor, tok: Callable[[int], str | None], k: int) -> tuple[tuple[str, float], ...]:
+def _topk(probs: torch.Tensor, tok: Callable[..., list], k: int) -> tuple[tuple[str, float], ...]:
+    """tok: the model's token_texts (ids, missing) -> strings."""
     p, i = probs.topk(min(k, probs.shape[-1]))
-    return tuple((tok(int(j)) or f"#{int(j)}", float(v)) for v, j in zip(p.tolist(), i.tolist()))
+    return tuple((t, float(v)) for v, t in zip(p.tolist(), tok(i.tolist(), "#{id}")))
 
 
 def expected_answer(model, text: str, task: str | None) -> tuple[str, ...] | None:
@@ -302,8 +303,8 @@ def expected_answer(model, text: str, task: str | None) -> tuple[str, ...] | Non
         return None
     from model.data import apply_task  # the training data's own definition of the tasks
 
-    enc = model.encode_source(text, task=task)
-    return (*apply_task(task, list(enc.tokens[1:-1])), model.tokenizer.id_to_token(model.eos_id))
+    tokens = encoder_input(model, text, task=task).tokens
+    return (*apply_task(task, list(tokens[1:-1])), *model.token_texts([model.eos_id]))
 
 
 def decoder_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero", *, task: str | None = None,
@@ -325,10 +326,10 @@ def decoder_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero
     with torch.inference_mode():
         p0 = model.module(src, tgt).logits[0, step].float().softmax(-1)
         p1 = model.module(src, tgt, ablations=abl).logits[0, step].float().softmax(-1)
-    tok = model.tokenizer.id_to_token
+    tok = model.token_texts
     k = min(k, p0.shape[-1])
     ids = list(dict.fromkeys(p0.topk(k).indices.tolist() + p1.topk(k).indices.tolist()))
-    compared = tuple((tok(i) or f"#{i}", float(p0[i]), float(p1[i])) for i in ids)
+    compared = tuple((t, float(p0[i]), float(p1[i])) for t, i in zip(tok(ids, "#{id}"), ids))
     return DecoderEffect(
         tuple(before.source_tokens), task, tuple(heads), mode, expected_answer(model, text, task),
         tuple(before.meta["generated_tokens"]), tuple(after.meta["generated_tokens"]),
@@ -353,12 +354,12 @@ def next_token_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "z
         p1 = model.forward_ids(ids, last_only=True, ablations=abl).logits[0, -1].float().softmax(-1)
     before = model.greedy_continue(text, n_new, 1)
     after = model.greedy_continue(text, n_new, 1, ablations=abl)
-    tok = model.tokenizer.id_to_token
+    tok = model.token_texts
     k = min(k, p0.shape[-1])
     ids_k = list(dict.fromkeys(p0.topk(k).indices.tolist() + p1.topk(k).indices.tolist()))
-    decode = model.tokenizer.decode
+    decode = model.detokenize
     return DecoderEffect(
         tuple(model.encode_prompt(text).tokens), None, tuple(heads), mode, None,
         tuple(s.choice.token for s in before), tuple(s.choice.token for s in after),
         decode([s.choice.id for s in before]), decode([s.choice.id for s in after]), 0, _topk(p0, tok, k),
-        _topk(p1, tok, k), tuple((tok(i) or f"#{i}", float(p0[i]), float(p1[i])) for i in ids_k))
+        _topk(p1, tok, k), tuple((t, float(p0[i]), float(p1[i])) for t, i in zip(tok(ids_k, "#{id}"), ids_k)))

@@ -43,7 +43,6 @@ class AttentionTrace:
     source_word_ids: list[int]  # word index per token, -1 for special tokens
     encoder_attention: np.ndarray | None  # (L, H, N, N) float32; None for a decoder-only model
     source_offsets: list[tuple[int, int]] = field(default_factory=list)
-    source_type_ids: list[int] = field(default_factory=list)  # token type (segment) per token: 0 text, 1 its pair
     target_tokens: list[str] | None = None
     target_ids: list[int] | None = None
     target_special: list[bool] | None = None
@@ -56,6 +55,7 @@ class AttentionTrace:
     decoder_hidden_states: np.ndarray | None = None  # (L+1, T, d) on request
     decoder_forget_gates: np.ndarray | None = None  # (L, T, d): an SSRU decoder's forget gates (it has no self-attention)
     meta: dict = field(default_factory=dict)  # device, trained, task, output text, config ...
+    source_type_ids: list[int] = field(default_factory=list)  # token type (segment) per token: 0 text, 1 its pair
 
     # ---- access -------------------------------------------------------
     @property

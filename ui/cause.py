@@ -228,8 +228,7 @@ def picked(view: View, clean: str, a, p) -> None:
             spelled = shown_tokens(view)
             tokens = [spelled(x) for x in tr.source_tokens]
             chart(vc.head_map(att, tokens, layer, head, lecture=view.lecture, lang=lg, kv=kv),
-                  "cause_head_map", Export(att, tokens, tokens, layer_head(layer, head, lg, kv),
-                                           clean, "picked-head-attention"))
+                  "cause_head_map", subtitle=clean, filename="picked-head-attention")
     values = {}
     if a is not None:
         values[t("cause.picked.dla", lg)] = float(a.head[layer, head])

@@ -115,7 +115,7 @@ def row_pair(view: View, gen, k: int, rows: np.ndarray, keys: list[str], name: s
             (c2, rows[:, head], layers, t(f"cause.gen.{name}_layers", lg, head=head, k=k), layer, "by-layer")):
         with col:
             chart(vc.step_rows(mat, keys, labels, title=title, lecture=view.lecture, lang=lg, highlight=hl),
-                  f"gen_{name}_{part}", Export(np.nan_to_num(mat), labels, keys, title, gen.prompt, f"{name}-{part}"))
+                  f"gen_{name}_{part}", subtitle=gen.prompt, filename=f"{name}-{part}")
     return layer, head
 
 
@@ -144,7 +144,7 @@ def step_view(view: View, gen, k: int) -> None:
             title = t(f"cause.gen.{name}_new", lg, layer=layer, n=s.n_fed)
             with col:
                 chart(vc.kv_rows(mat, labels, title=title, lecture=view.lecture, lang=lg), f"gen_{name}_new",
-                      Export(mat, labels, [str(i) for i in range(mat.shape[1])], title, gen.prompt, f"appended-{name}"))
+                      subtitle=gen.prompt, filename=f"appended-{name}")
     st.caption(t("cause.gen.kv_caption", lg, n=s.n_fed, bytes=s.cache_bytes, kib=s.cache_bytes / 1024))
 
 

@@ -257,16 +257,11 @@ def before_after_maps(view: View, effect, picked: tuple) -> None:
     diff = float(np.abs(effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]).max())
     st.caption(t("heads.surgery.maps_caption", lg, where=where, last=t("sidebar.layer_n", lg, i=last), diff=diff))
     figs = vh.before_after_heatmaps(effect, layer, view.head, lecture=view.lecture, lang=lg)
-    for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
-                                  (effect.attention_before, effect.attention_after)):
-        with col:
-            chart(fig, key, Export(att[layer, view.head], list(effect.tokens), list(effect.tokens),
-                                   f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
-                                   f"head-surgery-{key[3:]}"))
-    delta = effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]
+    for col, fig, key in zip(st.columns(2), figs, ("hl_before", "hl_after")):
+        with col:  # each exports its head's attention (vh.before_after_heatmaps describes it)
+            chart(fig, key, subtitle=view.text, filename=f"head-surgery-{key[3:]}")
     chart(vh.ablation_delta_heatmap(effect, layer, view.head, lecture=view.lecture, lang=lg), "hl_ablation_delta",
-          Export(delta, list(effect.tokens), list(effect.tokens), t("heads.viz.ablation_delta", lg, where=where),
-                 view.text, "head-surgery-delta"))
+          subtitle=view.text, filename="head-surgery-delta")
 
 
 def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
@@ -286,14 +281,12 @@ def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
 
 def beyond_weights(view: View) -> None:
     lg = view.lang
-    where = layer_head(view.layer, view.head, lg)
     vn = runs.value_norms(view.model_name, view.device, view.text)
     st.caption(t("heads.note.norms", lg, specials=model_specials(view)))
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
-    for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
-        with col:
-            chart(fig, key, Export(m[view.layer, view.head], list(vn.tokens), list(vn.tokens),
-                                   f"{t(f'heads.beyond.{key[3:]}', lg)} · {where}", view.text, f"value-{key[3:]}"))
+    for col, fig, key in zip(st.columns(2), figs, ("hl_weights", "hl_norms")):
+        with col:  # the weights and the value norms (vh.value_norm_heatmaps describes them)
+            chart(fig, key, subtitle=view.text, filename=f"value-{key[3:]}")
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
     H = vn.weights.shape[1]
     chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special", Export(

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from i18n import head_name
 from i18n import t as tr
 
+from .export_spec import ExportSpec
 from .heatmap import axis_labels, heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge, number_text
 
@@ -121,17 +122,21 @@ def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure
 # ---- value-weighted norms, flow -------------------------------------------------------------------------------------
 def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
                         lang: str = "en") -> tuple[go.Figure, go.Figure]:
-    """(weights, norm shares) of one head, same tokens and colour range, to be laid out side by side."""
+    """(weights, norm shares) of one head, same tokens and colour range, to be laid out side by side. They export
+    the weights and the value norms (not the shares)."""
     w = vn.weights[layer, head]
     s = vn.norm_share[layer, head]
     hi = float(max(w.max(), s.max())) or 1.0
     kw = dict(zmin=0.0, zmax=hi, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
+    tokens = list(vn.tokens)
+    out = {name: ExportSpec(m[layer, head], tokens, tokens, f"{tr(f'heads.beyond.{name}', lang)} · {where}")
+           for name, m in (("weights", vn.weights), ("norms", vn.norms))}
     return (heatmap(w, vn.tokens, vn.tokens, title=tr("heads.viz.weights", lang, where=where),
-                    colorbar_title="α", extra_layout=_fit({}), **kw),
+                    colorbar_title="α", extra_layout=_fit({}), export=out["weights"], **kw),
             heatmap(s, vn.tokens, vn.tokens, title=tr("heads.viz.norms", lang, where=where),
-                    colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), **kw))
+                    colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), export=out["norms"], **kw))
 
 
 def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
@@ -202,10 +207,13 @@ def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = Fals
     kw = dict(zmin=0.0, zmax=1.0, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
+    tokens = list(effect.tokens)  # each exports its matrix in the data's own colour range
+    out = {name: ExportSpec(m, tokens, tokens, f"{tr(f'heads.viz.{name}_word', lang)} · {where}")
+           for name, m in (("before", b), ("after", a))}
     return (heatmap(b, effect.tokens, effect.tokens, title=tr("heads.viz.before", lang, where=where),
-                    extra_layout=_fit({}), **kw),
+                    extra_layout=_fit({}), export=out["before"], **kw),
             heatmap(a, effect.tokens, effect.tokens, title=tr("heads.viz.after", lang, where=where),
-                    extra_layout=_fit({}), **kw))
+                    extra_layout=_fit({}), export=out["after"], **kw))
 
 
 def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = False,
@@ -213,10 +221,12 @@ def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = Fal
     """After − before attention of one head (a layer after the removed heads), on a symmetric diverging scale."""
     d = effect.attention_after[layer, head] - effect.attention_before[layer, head]
     m = float(np.abs(d).max())
-    return heatmap(d, effect.tokens, effect.tokens, title=tr("heads.viz.ablation_delta", lang, where=_lh(layer, head, lang)),
+    title = tr("heads.viz.ablation_delta", lang, where=_lh(layer, head, lang))
+    return heatmap(d, effect.tokens, effect.tokens, title=title,
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, xlabel=tr("ex.axis.key", lang),
                    ylabel=tr("ex.axis.query", lang), colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture,
-                   lang=lang, extra_layout=_fit({}))
+                   lang=lang, extra_layout=_fit({}),
+                   export=ExportSpec(d, list(effect.tokens), list(effect.tokens), title))  # its own colour range
 
 
 def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:

@@ -149,3 +149,26 @@ def test_head_lab_maps_export_as_the_head_lab_did(lang):
         old = Export(m[layer, head], list(vn.tokens), list(vn.tokens),
                      f"{t(f'heads.beyond.{key[3:]}', lang)} · {where}", "s", f"value-{key[3:]}")
         same(Export.of(spec_of(fig), "s", f"value-{key[3:]}"), old)
+
+
+def _popovers(tab: str | None = None) -> list[str]:
+    """The Export popovers' keys on the mask lab (the tab with this label open), in drawing order."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.pages import page_file
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    if tab is not None:
+        at.session_state["mask_tab"] = tab
+    at.switch_page(page_file("masks"))
+    at.run()
+    assert not at.exception
+    return [p.proto.popover.id.removesuffix("-export-popover").split("-", 2)[2] for p in at.get("popover")]
+
+
+def test_the_mask_lab_still_draws_each_converted_export():
+    assert _popovers() == ["mask-pad_scores", "mask-pad_masked", "mask-pad_weights"]  # ui/labs.py draw_stages
+    ahead = _popovers("Look-ahead mask and the combined decoder mask")
+    assert ahead[:3] == ["ex_padding", "ex_causal", "ex_combined"]  # ui/mask_lab.py draw_mask_examples

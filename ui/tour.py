@@ -227,8 +227,8 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
         return _rope(ctx)
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
     fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg),
-                              lang=lg)
-    st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
+                              lang=lg, xlabel=t("tour.axis.dim", lg))  # its axes named as the tour names them
+    st.plotly_chart(fig, key="tour_positional")
 
 
 def _stage_chart(ctx: _Ctx, stage, name: str) -> None:

@@ -172,3 +172,22 @@ def test_the_mask_lab_still_draws_each_converted_export():
     assert _popovers() == ["mask-pad_scores", "mask-pad_masked", "mask-pad_weights"]  # ui/labs.py draw_stages
     ahead = _popovers("Look-ahead mask and the combined decoder mask")
     assert ahead[:3] == ["ex_padding", "ex_causal", "ex_combined"]  # ui/mask_lab.py draw_mask_examples
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_dropout_figures_export_as_the_training_page_did(lang):
+    from analysis.training import Dropout
+    from viz import training as vt
+
+    rng = np.random.default_rng(3)
+    allowed = np.tril(np.ones((4, 4), dtype=bool))
+    ev = np.where(allowed, rng.uniform(size=(4, 4)), 0).astype(np.float32)
+    dropped = allowed & (rng.uniform(size=(4, 4)) < 0.3)
+    d = Dropout(block="decoder_self", layer=1, head=0, p=0.1, seed=7, rows=("<b>", "a", "b", "c"),
+                cols=("<b>", "a", "b", "c"), train=np.where(dropped, 0, ev / 0.9).astype(np.float32), eval=ev,
+                dropped=dropped, allowed=allowed, train_out=("a",) * 4, eval_out=("a",) * 4)
+    for fig, m, name in zip(vt.dropout_figures(d, lang=lang), (d.train, d.eval), ("train", "eval")):
+        old = Export(m, list(d.rows), list(d.cols), vt.plain_title(fig.layout.title.text), "a b",
+                     f"training-dropout-{name}")  # ui/training_page.py dropout_tab before
+        same(Export.of(spec_of(fig), "a b", f"training-dropout-{name}"), old)
+        assert "<" not in spec_of(fig).title.replace("<b>", "")  # plain text: no markup left

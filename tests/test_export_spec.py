@@ -191,3 +191,36 @@ def test_dropout_figures_export_as_the_training_page_did(lang):
                      f"training-dropout-{name}")  # ui/training_page.py dropout_tab before
         same(Export.of(spec_of(fig), "a b", f"training-dropout-{name}"), old)
         assert "<" not in spec_of(fig).title.replace("<b>", "")  # plain text: no markup left
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("L", [2, 14])  # 14: a deep model's grid, drawn with its layers along x (still exported by layer)
+def test_head_grids_export_as_their_pages_did(lang, L):
+    from types import SimpleNamespace
+
+    from i18n import t
+    from viz import crosslingual as vx
+    from viz import heads as vh
+
+    def axes(grid):  # ui/heads.py, ui/cause.py axes and ui/crosslingual.py _axes before
+        return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
+                [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
+
+    rng = np.random.default_rng(L)
+    grid = rng.uniform(size=(L, 3))  # float64, as the analyses return some grids
+    sink = SimpleNamespace(scores=grid, tokens=("<s>", "a"))
+    same(Export.of(spec_of(vh.sink_grid(sink, chosen=[(0, 1)], lang=lang)), "a b", "attention-sink"),
+         Export(grid, *axes(grid), t("heads.sink.export", lang), "a b", "attention-sink"))
+    ind = SimpleNamespace(induction=grid, previous=grid[::-1].astype(np.float32), repeat=5)
+    for which in ("induction", "previous"):
+        g = ind.induction if which == "induction" else ind.previous
+        same(Export.of(spec_of(vh.induction_grid(ind, which, chosen=[(0, 0)], lang=lang)), "", f"{which}-scores"),
+             Export(g, *axes(g), t(f"heads.{which}.export", lang, r=5), filename=f"{which}-scores"))
+    side = SimpleNamespace(weight=grid.astype(np.float32), query_word="<b>", target_word="it")
+    same(Export.of(spec_of(vx.weight_grid(side, zmax=1.0, shared=((0, 1),), lang=lang)), "A.", "figure"),
+         Export(side.weight, *axes(side.weight), t("e5.xl.export", lang), "A."))  # its file name: the default
+    for title in ("DLA <of> 'x'", "patching"):  # ui/cause.py DLA and patching grids (vc.grid: clickable)
+        fig = vc.grid(grid, title=title, colorbar="c", chosen=[(1, 2)], lecture=False, lang=lang, zmax=None)
+        same(Export.of(spec_of(fig), "clean / corrupt", "patching-heads"),
+             Export(grid, *axes(grid), title, "clean / corrupt", "patching-heads"))
+        assert fig.data[-1].name == "heads"  # the click markers were added to the same figure

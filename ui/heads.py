@@ -365,7 +365,7 @@ def circuits(view: View) -> None:
         st.markdown(t("heads.sink.summary", lg, first=md_escape(first), mean=mean, above=above,
                       total=sink.scores.size))
         chart(vh.sink_grid(sink, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_sink",
-              Export(sink.scores, *axes(sink.scores, lg), t("heads.sink.export", lg), view.text, "attention-sink"))
+              subtitle=view.text, filename="attention-sink")
         st.table(top_table(sink.scores, view))
     st.subheader(t("heads.induction.title", lg))
     if view.model.kind != "decoder":
@@ -390,7 +390,7 @@ def circuits(view: View) -> None:
     for which in ("induction", "previous"):  # full width, one under the other: a grid of all layers is wide
         grid = ind.induction if which == "induction" else ind.previous
         chart(vh.induction_grid(ind, which, chosen=chosen, lecture=view.lecture, lang=lg), f"hl_{which}",
-              Export(grid, *axes(grid, lg), t(f"heads.{which}.export", lg, r=ind.repeat), filename=f"{which}-scores"))
+              filename=f"{which}-scores")
         st.markdown(t(f"heads.{which}.top", lg))
         st.table(top_table(grid, view))
     st.caption(t("heads.note.induction", lg))

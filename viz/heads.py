@@ -47,14 +47,17 @@ def _lh(layer: int, head: int, lang: str) -> str:
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
               zmax: float | None = None, texttemplate: str | None = None, lecture: bool = False,
-              lang: str = "en", width: int | None = None, wide: bool = False) -> go.Figure:
+              lang: str = "en", width: int | None = None, wide: bool = False,
+              export_title: str | None = None) -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
     `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined; `texttemplate` replaces the
     cells' number format; `wide`: the layers along x and the heads down y (a deep model's 30 layers fit a screen's
-    width, not its height)."""
+    width, not its height). It exports `values` as given, one row per layer, under `export_title` (default `title`),
+    the twin in the data's own colour range."""
     v = np.asarray(values, dtype=np.float32)
     L, H = v.shape
     rows, cols = _head_axes(L, H, lang)
+    spec = ExportSpec(values, rows, cols, title if export_title is None else export_title)
     if diverging:
         m = zmax or (float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0) or 1.0
         kw = dict(colorscale="RdBu", zmin=-m, zmax=m, zmid=0.0)
@@ -79,11 +82,11 @@ def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", 
                        ylabel=tr("heads.viz.head", lang), colorbar_title=colorbar_title, lecture=lecture, lang=lang,
                        height=max(260, 40 * H + 190), text_auto=v.size <= 144,
                        hover="%{x} · %{y}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
-                       extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
+                       extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, export=spec, **kw)
     return heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
                    colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150),
                    text_auto=v.size <= 144, hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
-                   extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
+                   extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, export=spec, **kw)
 
 
 def _cell_outline(layer: int, head: int, colour: str, dash: str = "solid") -> dict:
@@ -301,7 +304,7 @@ def sink_grid(sink, *, chosen=None, lecture: bool = False, lang: str = "en") -> 
     first = esc(sink.tokens[0], 20) if sink.tokens else ""
     return head_grid(sink.scores, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
                      colorbar_title=tr("heads.viz.sink_bar", lang),
-                     title=tr("heads.viz.sink", lang, first=first))
+                     title=tr("heads.viz.sink", lang, first=first), export_title=tr("heads.sink.export", lang))
 
 
 def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool = False,
@@ -311,4 +314,5 @@ def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool 
     grid = ind.induction if which == "induction" else ind.previous
     return head_grid(grid, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
                      colorbar_title=tr(f"heads.viz.{which}_bar", lang),
-                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat))
+                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat),
+                     export_title=tr(f"heads.{which}.export", lang, r=ind.repeat))

@@ -224,3 +224,29 @@ def test_head_grids_export_as_their_pages_did(lang, L):
         same(Export.of(spec_of(fig), "clean / corrupt", "patching-heads"),
              Export(grid, *axes(grid), title, "clean / corrupt", "patching-heads"))
         assert fig.data[-1].name == "heads"  # the click markers were added to the same figure
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_minimal_pair_and_effect_maps_export_as_the_head_lab_did(lang):
+    from types import SimpleNamespace
+
+    from i18n import t
+    from ui.widgets import layer_head
+    from viz import heads as vh
+
+    def axes(grid):  # ui/heads.py axes
+        return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
+                [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
+
+    rng = np.random.default_rng(5)
+    change = rng.normal(size=(3, 4)).astype(np.float32)
+    pair = SimpleNamespace(labels=("it", "<trophy>", "suitcase"), change=change, flipped=change > 1)
+    same(Export.of(spec_of(vh.change_grid(pair, lang=lang)), "A sentence.", "figure"),
+         Export(change, *axes(change), t("heads.pairs.export", lang), "A sentence."))  # the file name: the default
+    delta = np.array([[0.1, np.nan], [-0.2, 0.05]])
+    dmap = SimpleNamespace(labels=("the", "cat"), changed=(False, True), delta=delta, layer=2, head=3)
+    same(Export.of(spec_of(vh.delta_heatmap(dmap, lang=lang)), "A / B", "figure"),
+         Export(delta, ["the", "cat"], ["the", "cat"], f"B − A · {layer_head(2, 3, lang)}", "A / B"))
+    grid = SimpleNamespace(sentence_change=change ** 2, token_change=change, mode="zero")
+    same(Export.of(spec_of(vh.effect_grid(grid, chosen=[(0, 1)], lang=lang)), "s", "head-effects"),
+         Export(grid.sentence_change, *axes(grid.sentence_change), t("heads.surgery.effect", lang), "s", "head-effects"))

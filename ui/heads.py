@@ -137,15 +137,12 @@ def minimal_pairs(view: View) -> None:
         input_error(exc, lg)
         return
     st.markdown(t("heads.pairs.aligned", lg) + " " + " ".join(f"`{x}`" for x in pair.alignment.labels))
-    chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", Export(
-        pair.change, *axes(pair.change, lg), t("heads.pairs.export", lg), a))
+    chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", subtitle=a, filename="figure")
     # a plain table: the ranked rows are readable text (and in the DOM)
     st.table(ranked_table(pair, lg))
     st.caption(t("heads.note.pairs", lg))
     delta = pair.delta(view.layer, view.head)
-    chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", Export(
-        delta.delta, list(delta.labels), list(delta.labels), f"B − A · {layer_head(view.layer, view.head, lg)}",
-        f"{a} / {b}"))
+    chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", subtitle=f"{a} / {b}", filename="figure")
 
 
 def has_tasks(view: View) -> bool:
@@ -198,9 +195,8 @@ def surgery(view: View) -> None:
     before_after_maps(view, effect, picked)
     if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
         grid = runs.rank_heads(view.model_name, view.device, view.text, mode)
-        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
-            grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
-            "head-effects"))
+        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", subtitle=view.text,
+              filename="head-effects")
         table(rename_columns(grid.rows()[:12], lg), view.lecture, key="hl_effect_table")
 
 

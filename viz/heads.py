@@ -106,7 +106,8 @@ def change_grid(pair, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Layer x head grid of the change in w(c1) - w(c2) (B - A), flipped heads marked."""
     q, c1, c2 = (esc(x, 20) for x in pair.labels)
     return head_grid(pair.change, flipped=pair.flipped, lecture=lecture, colorbar_title="Δ", lang=lang,
-                     title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK))
+                     title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK),
+                     export_title=tr("heads.pairs.export", lang))
 
 
 def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -119,7 +120,9 @@ def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, masked=~np.isfinite(d),
                    xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang),
                    colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture, lang=lang,
-                   extra_layout=_fit({}))
+                   extra_layout=_fit({}),  # it exports the delta as computed (NaN kept), by the tokens' own labels
+                   export=ExportSpec(dmap.delta, list(dmap.labels), list(dmap.labels),
+                                     f"B − A · {_lh(dmap.layer, dmap.head, lang)}"))
 
 
 # ---- value-weighted norms, flow -------------------------------------------------------------------------------------
@@ -189,6 +192,7 @@ def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = Fals
     what = tr("heads.viz.what_sentence" if by == "sentence" else "heads.viz.what_token", lang)
     return head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos", lang=lang,
                      title=tr("heads.viz.effect", lang, mode=_mode(grid.mode, lang), what=what),
+                     export_title=tr("heads.surgery.effect", lang),
                      texttemplate="%{z:.3f}" if v.size <= 144 else None)  # effects are small: 0.00 would hide them
 
 

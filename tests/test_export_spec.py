@@ -250,3 +250,21 @@ def test_minimal_pair_and_effect_maps_export_as_the_head_lab_did(lang):
     grid = SimpleNamespace(sentence_change=change ** 2, token_change=change, mode="zero")
     same(Export.of(spec_of(vh.effect_grid(grid, chosen=[(0, 1)], lang=lang)), "s", "head-effects"),
          Export(grid.sentence_change, *axes(grid.sentence_change), t("heads.surgery.effect", lang), "s", "head-effects"))
+
+
+@pytest.mark.parametrize("colorscale,masked", [("RdBu_r", False), ("Viridis", True)])
+def test_stage_figures_export_as_step_by_step_and_the_tour_did(colorscale, masked):
+    from viz.steps import Stage, stage_figure
+
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    stage = Stage("scores", "Q Kᵀ", m, ["a", "<b>"], ["x", "y", "z"], "2 × 3", "", "", colorscale=colorscale,
+                  masked=np.triu(np.ones((2, 3), dtype=bool), 1) if masked else None, xlabel="key", ylabel="")
+    spec = spec_of(stage_figure(stage, lang="ko"))
+    title = "minilm · Encoder · Layer 0 · Head 1"  # ui/steps_page.py draw_stage before (and ui/tour.py _stage_chart)
+    old = Export(stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", "I am", "f",
+                 heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+                              xlabel=stage.xlabel, ylabel=stage.ylabel))
+    new = Export.of(spec, "I am", "f", context=title)
+    same(new, old)
+    assert new.heatmap["ylabel"] == ""  # an empty axis title stays empty (not the default key / query)
+    assert Export.of(spec, "I am", "f").title == "Q Kᵀ (2 × 3)"  # no context: the builder's title alone

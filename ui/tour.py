@@ -235,11 +235,9 @@ def _stage_chart(ctx: _Ctx, stage, name: str) -> None:
     view = ctx.view
     if stage.trivial and stage.key == "mask":
         st.info(t("tour.mask.none", ctx.lg))
-    chart(stage_figure(stage, lecture=view.lecture, lang=ctx.lg), f"tour_{name}_{stage.key}", Export(
-        stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {ctx.where} · {stage.title} ({stage.shape})",
-        view.text, f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}",
-        heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
-                     xlabel=stage.xlabel, ylabel=stage.ylabel)))
+    chart(stage_figure(stage, lecture=view.lecture, lang=ctx.lg), f"tour_{name}_{stage.key}",
+          context=f"{view.model_name} · {ctx.where}", subtitle=view.text,
+          filename=f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}")
 
 
 AXES = AXIS_KEYS  # stage axis labels -> catalogue keys (viz.steps)

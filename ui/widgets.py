@@ -192,9 +192,11 @@ class Export:
         return heatmap_figure(self.matrix, self.rows, self.cols, title=self.title, subtitle=self.subtitle, **kw)
 
     @classmethod
-    def of(cls, spec: ExportSpec, subtitle: str = "", filename: str = "figure") -> Export:
-        """The export a builder described (viz.export_spec), with the page's subtitle (the sentence) and file name."""
-        return cls(spec.matrix, spec.rows, spec.cols, spec.title, subtitle, filename,
+    def of(cls, spec: ExportSpec, subtitle: str = "", filename: str = "figure", context: str = "") -> Export:
+        """The export a builder described (viz.export_spec), with the page's subtitle (the sentence), file name and
+        context before its title ("model · layer · head · " + the builder's title)."""
+        return cls(spec.matrix, spec.rows, spec.cols, f"{context} · {spec.title}" if context else spec.title, subtitle,
+                   filename,
                    heatmap=spec.heatmap_kwargs() or None)
 
 
@@ -225,12 +227,14 @@ def export_popover(key: str, export: Export, fig=None) -> None:
                                f"{name}.{fmt}", FORMATS[fmt], key=f"{key}-{fmt}")
 
 
-def chart(fig, key: str, export: Export | None = None, *, subtitle: str = "", filename: str = "", **kwargs):
+def chart(fig, key: str, export: Export | None = None, *, subtitle: str = "", filename: str = "", context: str = "",
+          **kwargs):
     """st.plotly_chart plus its Export popover under it: `export`, else the one its builder attached (viz.export_spec)
-    when `filename` names the file (with `subtitle`, the sentence, under its title). Returns the chart's event state."""
+    when `filename` names the file (with `subtitle`, the sentence, under its title, and `context`, the page's model,
+    layer and head, before it). Returns the chart's event state."""
     spec = spec_of(fig) if export is None and filename else None
     if spec is not None:
-        export = Export.of(spec, subtitle, filename)
+        export = Export.of(spec, subtitle, filename, context)
     state = st.plotly_chart(fig, key=key, config={**PLOTLY_CONFIG, **kwargs.pop("config", {})}, **kwargs)
     if export is not None:
         export_popover(f"{key}-export", export, fig)

@@ -27,10 +27,14 @@ class ExportSpec:
     vmin: float | None = None  # the twin's colour range (None: the data's)
     vmax: float | None = None
     masked: np.ndarray | None = None  # bool, True = a blocked cell (drawn hatched in the twin)
+    cmap: str | None = None  # the twin's matplotlib colour map (None: its default)
+    xlabel: str | None = None  # the twin's axis titles (None: key / query in the interface language)
+    ylabel: str | None = None
 
     def heatmap_kwargs(self) -> dict:
         """The keyword arguments of viz.export.heatmap_figure it sets (those left unset are not named)."""
-        kw = {"vmin": self.vmin, "vmax": self.vmax, "masked": self.masked}
+        kw = {"vmin": self.vmin, "vmax": self.vmax, "masked": self.masked, "cmap": self.cmap, "xlabel": self.xlabel,
+              "ylabel": self.ylabel}
         return {k: v for k, v in kw.items() if v is not None}
 
 

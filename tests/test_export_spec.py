@@ -268,3 +268,18 @@ def test_stage_figures_export_as_step_by_step_and_the_tour_did(colorscale, maske
     same(new, old)
     assert new.heatmap["ylabel"] == ""  # an empty axis title stays empty (not the default key / query)
     assert Export.of(spec, "I am", "f").title == "Q Kᵀ (2 × 3)"  # no context: the builder's title alone
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_generation_grids_export_as_the_generation_tab_did(lang):
+    from analysis import cause
+    from i18n import t
+
+    m = cause.kv_map(6, 2)  # (H, G)
+    same(Export.of(spec_of(vc.kv_groups(m, lang=lang)), "", "kv-groups"),
+         Export(m, [t("ex.head_n", lang, i=h) for h in range(6)], [t("cause.gen.kv_n", lang, g=g) for g in range(2)],
+                t("cause.gen.groups_title", lang, h=6, g=2), filename="kv-groups"))
+    by_layer = np.random.default_rng(2).uniform(size=(3, 5))
+    same(Export.of(spec_of(vc.sink(by_layer, lang=lang, step=2)), "Hi", "sink-by-step"),
+         Export(by_layer, [t("ex.layer_n", lang, i=i) for i in range(3)], [str(i) for i in range(5)],
+                t("cause.gen.sink_title", lang), "Hi", "sink-by-step"))

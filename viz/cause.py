@@ -88,7 +88,8 @@ def kv_groups(kv_map: np.ndarray, *, lecture: bool = False, lang: str = "en") ->
     rows = [tr("ex.head_n", lang, i=h) for h in range(H)]
     cols = [tr("cause.gen.kv_n", lang, g=g) for g in range(G)]
     text = [["●" if kv_map[h, g] else "" for g in range(G)] for h in range(H)]
-    return heatmap(kv_map, rows, cols, title=tr("cause.gen.groups_title", lang, h=H, g=G),
+    title = tr("cause.gen.groups_title", lang, h=H, g=G)
+    return heatmap(kv_map, rows, cols, title=title, export=ExportSpec(kv_map, rows, cols, title),  # its own range
                    colorscale=[[0.0, "#f2f2f2"], [1.0, "#4e79a7"]],
                    zmin=0.0, zmax=1.0, lecture=lecture, lang=lang, text_auto=False, xlabel=tr("cause.gen.cache", lang),
                    ylabel=tr("cause.gen.query_heads", lang), extra_trace=dict(text=text, texttemplate="%{text}",
@@ -121,10 +122,11 @@ def costs(c: dict, *, which: str, lecture: bool = False, lang: str = "en") -> go
 def sink(by_layer: np.ndarray, *, lecture: bool = False, lang: str = "en", step: int | None = None) -> go.Figure:
     """(L, N) each step's mean weight on the first token per layer, the chosen step outlined."""
     L, N = by_layer.shape
-    fig = heatmap(by_layer, [tr("ex.layer_n", lang, i=i) for i in range(L)], [str(k) for k in range(N)],
-                  title=tr("cause.gen.sink_title", lang), zmin=0.0, zmax=1.0, lecture=lecture, lang=lang,
+    rows, cols, title = [tr("ex.layer_n", lang, i=i) for i in range(L)], [str(k) for k in range(N)], tr(
+        "cause.gen.sink_title", lang)
+    fig = heatmap(by_layer, rows, cols, title=title, zmin=0.0, zmax=1.0, lecture=lecture, lang=lang,
                   text_auto=False, xlabel=tr("cause.gen.step", lang), colorbar_title=tr("ex.axis.weight", lang),
-                  extra_layout=_fit({}))
+                  extra_layout=_fit({}), export=ExportSpec(by_layer, rows, cols, title))  # its own range
     if step is not None and 0 <= step < N:
         fig.add_shape(type="rect", xref="x", yref="paper", x0=step - 0.5, x1=step + 0.5, y0=0, y1=1,
                       line=dict(color=HIGHLIGHT, width=3))

@@ -97,7 +97,7 @@ def attribution(view: View, clean: str, target: str, foil: str):
                   embed=a.embed, bias=float(a.attn_bias.sum()) + a.bias, error=abs(a.error)))
     title = t("cause.dla.grid_title", lg, what=what)
     chart(vc.grid(a.head, title=title, colorbar=t("cause.dla.part", lg), chosen=[(view.layer, view.head)],
-                  lecture=view.lecture, lang=lg), K_DLA_GRID, Export(a.head, *axes(a.head, lg), title, clean, "dla-heads"),
+                  lecture=view.lecture, lang=lg), K_DLA_GRID, subtitle=clean, filename="dla-heads",
           on_select=_picker(K_DLA_GRID), **PICK)
     c1, c2 = st.columns([3, 2])
     with c1:
@@ -112,11 +112,6 @@ def attribution(view: View, clean: str, target: str, foil: str):
         table(rename_columns(rows, lg, {"part": t("cause.dla.col_part", lg)}), view.lecture, key="cause_dla_top")
     st.caption(t("cause.dla.note", lg))
     return a
-
-
-def axes(grid, lang: str) -> tuple[list[str], list[str]]:
-    return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
-            [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
 
 
 # ---- activation patching -------------------------------------------------------------------------------------------
@@ -191,7 +186,7 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
         title = t("cause.patch.heads_title", lg)
         chart(vc.grid(grid, title=title, colorbar=bar, chosen=[(view.layer, view.head)], lecture=view.lecture,
                       lang=lg, zmax=1.0 if normalised else None), K_PATCH_GRID,
-              Export(grid, *axes(grid, lg), title, f"{clean} / {corrupt}", "patching-heads"),
+              subtitle=f"{clean} / {corrupt}", filename="patching-heads",
               on_select=_picker(K_PATCH_GRID), **PICK)
     if p.residual is None:
         st.caption(t("cause.patch.no_residual", lg, n=n, limit=cause.MAX_RESIDUAL_TOKENS))
@@ -228,8 +223,7 @@ def picked(view: View, clean: str, a, p) -> None:
             spelled = shown_tokens(view)
             tokens = [spelled(x) for x in tr.source_tokens]
             chart(vc.head_map(att, tokens, layer, head, lecture=view.lecture, lang=lg, kv=kv),
-                  "cause_head_map", Export(att, tokens, tokens, layer_head(layer, head, lg, kv),
-                                           clean, "picked-head-attention"))
+                  "cause_head_map", subtitle=clean, filename="picked-head-attention")
     values = {}
     if a is not None:
         values[t("cause.picked.dla", lg)] = float(a.head[layer, head])

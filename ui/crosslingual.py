@@ -15,7 +15,7 @@ from . import runs
 from .readable import MULTILINGUAL
 from .state import available_models
 from .view import View, md_escape
-from .widgets import Export, chart, rename_columns
+from .widgets import chart, rename_columns
 
 URL = dict(bind="query-params")
 
@@ -44,9 +44,9 @@ def crosslingual(view: View) -> None:
     zmax = float(max(r.a.weight.max(), r.b.weight.max()))
     g1, g2 = st.columns(2)
     with g1:
-        chart(cross_grid(r.a, zmax, r, view), "xl_grid_a", Export(r.a.weight, *_axes(r, lg), t("e5.xl.export", lg), a))
+        chart(cross_grid(r.a, zmax, r, view), "xl_grid_a", subtitle=a, filename="figure")
     with g2:
-        chart(cross_grid(r.b, zmax, r, view), "xl_grid_b", Export(r.b.weight, *_axes(r, lg), t("e5.xl.export", lg), b))
+        chart(cross_grid(r.b, zmax, r, view), "xl_grid_b", subtitle=b, filename="figure")
     chart(vx.agreement_scatter(r, lecture=view.lecture, lang=lg), "xl_scatter")
     rows = [{"head": head_name(x["layer"], x["head"], lg), "a": round(x["a"], 3),
              "b": round(x["b"], 3), "rank_a": x["rank_a"], "rank_b": x["rank_b"]} for x in r.rows()[:12]]
@@ -56,8 +56,3 @@ def crosslingual(view: View) -> None:
 def cross_grid(side, zmax, r, view: View):
     return vx.weight_grid(side, zmax=zmax, shared=r.overlap, lecture=view.lecture, lang=view.lang,
                           width=column_width(2))
-
-
-def _axes(r, lg):
-    L, H = r.a.weight.shape
-    return [t("ex.layer_n", lg, i=i) for i in range(L)], [t("ex.head_n", lg, i=h) for h in range(H)]

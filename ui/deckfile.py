@@ -35,7 +35,10 @@ from pathlib import Path
 
 from i18n import LANGS, catalogue
 
-from .pages import BY_NAME, DEFAULT
+from .pages import BY_NAME, DEFAULT, PAGES
+from .pages import HEADS_GENERATION as HEADS_GENERATION  # the Head lab's link groups, read by ui/present.py
+from .pages import HEADS_TEXT as HEADS_TEXT
+from .pages import S2S_QUERY as S2S_QUERY
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "decks"  # pipeline.<lang>.json: the lecture's pipeline
 FORMAT = "headlight-deck"
@@ -48,29 +51,18 @@ MAX_TEXT = 20_000  # characters of a slide's sentence (ui/state.py MAX_TEXT_CHAR
 MAX_VALUE = 200  # characters of any other query or option value
 LONG_KEYS = ("text", "s2s_target", "hl_clean", "hl_corrupt")  # sentences and a typed target: up to MAX_TEXT
 
-# what the URL carries (every page's: VIEW_KEYS, ui/view.py K_*; each page's own keys: the tour's step, the open tab's id, the
-# Encoder-decoder page's model, task, teacher forcing, layer, head, step, ...)
+# what the URL carries (every page's: VIEW_KEYS, ui/view.py K_*; each page's own keys, declared on its Page in ui/pages.py:
+# the tour's step, the open tab's id, the Encoder-decoder page's model, task, teacher forcing, layer, head, step, ...)
 VIEW_KEYS = ("text", "model", "device", "layer", "head", "token", "block", "lecture", "lang")  # every page's
-# the Encoder-decoder page's own choices in its link (ui/seq2seq.py LINK_KEYS): its model, task, teacher forcing, the
-# typed target, decoder layer and head, the step, decoding over the whole vocabulary
-S2S_QUERY = ("s2s_model", "s2s_task", "s2s_tf", "s2s_target", "s2s_layer", "s2s_head", "s2s_step", "s2s_vocab")
 # the open tab of a page, by its id (the last part of its catalogue key: "ffn" for "steps.tab.ffn"), never its label
-TAB_KEYS = {"explorer": "ex_tab", "heads": "hl_tab", "steps": "steps_tab", "positional": "pe_tab", "masks": "mask_tab",
-            "training": "train_tab"}
+TAB_KEYS = {p.name: p.tab for p in PAGES if p.tab}  # each page's tab key: {"explorer": "ex_tab", ...} (ui/pages.py)
 # the two labs' lazy tabs, by catalogue key (ui/pe_lab.py, ui/mask_lab.py; the handout draws them too, ui/handout.py)
 PE_TAB_KEYS = ["pe.tab.table", "pe.tab.sentence", "pe.tab.learned", "pe.tab.rope"]
 MASK_TAB_KEYS = ["masks.tab.padding", "masks.tab.look_ahead"]
-TAB_LABELS = {"ex_tab": ("ex.tab.",), "hl_tab": ("heads.tab.", "e5.tab."), "steps_tab": ("steps.tab.", "trpages.steps.tab."),
-              "pe_tab": ("pe.tab.",), "mask_tab": ("masks.tab.",), "train_tab": ("train.tab.",)}  # each tab's labels
-# the Head lab's own keys in its link besides its tab: the Attribution & patching tab's prompts, target and foil
-# (ui/cause.py) and the Generation tab's settings (ui/generation.py)
-HEADS_TEXT = ("hl_clean", "hl_corrupt", "hl_target", "hl_foil")
-HEADS_GENERATION = ("gen_new", "gen_sample", "gen_temp", "gen_topk", "gen_topp", "gen_seed", "gen_step")
-PAGE_QUERY = {"tour": ("step",), "seq2seq": S2S_QUERY, **{page: (key,) for page, key in TAB_KEYS.items()}}
-PAGE_QUERY["heads"] = (*PAGE_QUERY["heads"], *HEADS_TEXT, *HEADS_GENERATION)
-PAGE_QUERY["training"] = ("task", "snap", "train_tab")  # the Training page's task and recorded snapshot, and its tab
+TAB_LABELS = {p.tab: p.tab_labels for p in PAGES if p.tab}  # each tab key's label prefixes: {"ex_tab": ("ex.tab.",)}
+PAGE_QUERY = {p.name: p.query for p in PAGES if p.query}  # each page's own keys in its link (ui/pages.py Page.query)
 # the pages' own choices the URL does not carry, kept in session state: the explorer's options
-PAGE_OPTIONS = {"explorer": ("ex_mode", "ex_hide_special", "ex_merge_words")}
+PAGE_OPTIONS = {p.name: p.options for p in PAGES if p.options}
 QUERY_KEYS = (*VIEW_KEYS, *dict.fromkeys(k for keys in PAGE_QUERY.values() for k in keys))
 OPTION_KEYS = tuple(k for keys in PAGE_OPTIONS.values() for k in keys)
 BOOL_OPTIONS = ("ex_hide_special", "ex_merge_words")

@@ -115,7 +115,7 @@ def row_pair(view: View, gen, k: int, rows: np.ndarray, keys: list[str], name: s
             (c2, rows[:, head], layers, t(f"cause.gen.{name}_layers", lg, head=head, k=k), layer, "by-layer")):
         with col:
             chart(vc.step_rows(mat, keys, labels, title=title, lecture=view.lecture, lang=lg, highlight=hl),
-                  f"gen_{name}_{part}", Export(np.nan_to_num(mat), labels, keys, title, gen.prompt, f"{name}-{part}"))
+                  f"gen_{name}_{part}", subtitle=gen.prompt, filename=f"{name}-{part}")
     return layer, head
 
 
@@ -144,7 +144,7 @@ def step_view(view: View, gen, k: int) -> None:
             title = t(f"cause.gen.{name}_new", lg, layer=layer, n=s.n_fed)
             with col:
                 chart(vc.kv_rows(mat, labels, title=title, lecture=view.lecture, lang=lg), f"gen_{name}_new",
-                      Export(mat, labels, [str(i) for i in range(mat.shape[1])], title, gen.prompt, f"appended-{name}"))
+                      subtitle=gen.prompt, filename=f"appended-{name}")
     st.caption(t("cause.gen.kv_caption", lg, n=s.n_fed, bytes=s.cache_bytes, kib=s.cache_bytes / 1024))
 
 
@@ -158,10 +158,7 @@ def kv_groups(view: View, gen) -> None:
     m = cause.kv_map(gen.n_heads, gen.n_kv_heads)
     c1, c2 = st.columns([2, 3])
     with c1:
-        chart(vc.kv_groups(m, lecture=view.lecture, lang=lg), "gen_groups",
-              Export(m, [t("ex.head_n", lg, i=h) for h in range(gen.n_heads)],
-                     [t("cause.gen.kv_n", lg, g=g) for g in range(gen.n_kv_heads)],
-                     t("cause.gen.groups_title", lg, h=gen.n_heads, g=gen.n_kv_heads), filename="kv-groups"))
+        chart(vc.kv_groups(m, lecture=view.lecture, lang=lg), "gen_groups", filename="kv-groups")
     g = gen.n_heads // gen.n_kv_heads
     c2.markdown(t("cause.gen.groups_text", lg, h=gen.n_heads, g=gen.n_kv_heads, per=g,
                   saved=gen.n_heads / gen.n_kv_heads))
@@ -196,9 +193,8 @@ def sinks(view: View, gen, k: int) -> None:
     mass = gen.sink_mass()
     st.markdown(t("cause.gen.sink_line", lg, k=k, mass=float(mass[k]), mean=float(mass.mean()),
                   first=md_escape(gen.tokens[0])))
-    chart(vc.sink(by_layer, lecture=view.lecture, lang=lg, step=k), "gen_sink",
-          Export(by_layer, [t("ex.layer_n", lg, i=i) for i in range(by_layer.shape[0])],
-                 [str(i) for i in range(by_layer.shape[1])], t("cause.gen.sink_title", lg), gen.prompt, "sink-by-step"))
+    chart(vc.sink(by_layer, lecture=view.lecture, lang=lg, step=k), "gen_sink", subtitle=gen.prompt,
+          filename="sink-by-step")
 
 
 def section(view: View) -> None:

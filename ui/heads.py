@@ -137,15 +137,12 @@ def minimal_pairs(view: View) -> None:
         input_error(exc, lg)
         return
     st.markdown(t("heads.pairs.aligned", lg) + " " + " ".join(f"`{x}`" for x in pair.alignment.labels))
-    chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", Export(
-        pair.change, *axes(pair.change, lg), t("heads.pairs.export", lg), a))
+    chart(vh.change_grid(pair, lecture=view.lecture, lang=lg), "hl_change", subtitle=a, filename="figure")
     # a plain table: the ranked rows are readable text (and in the DOM)
     st.table(ranked_table(pair, lg))
     st.caption(t("heads.note.pairs", lg))
     delta = pair.delta(view.layer, view.head)
-    chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", Export(
-        delta.delta, list(delta.labels), list(delta.labels), f"B − A · {layer_head(view.layer, view.head, lg)}",
-        f"{a} / {b}"))
+    chart(vh.delta_heatmap(delta, lecture=view.lecture, lang=lg), "hl_delta", subtitle=f"{a} / {b}", filename="figure")
 
 
 def has_tasks(view: View) -> bool:
@@ -198,9 +195,8 @@ def surgery(view: View) -> None:
     before_after_maps(view, effect, picked)
     if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
         grid = runs.rank_heads(view.model_name, view.device, view.text, mode)
-        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", Export(
-            grid.sentence_change, *axes(grid.sentence_change, lg), t("heads.surgery.effect", lg), view.text,
-            "head-effects"))
+        chart(vh.effect_grid(grid, chosen=picked, lecture=view.lecture, lang=lg), "hl_effect", subtitle=view.text,
+              filename="head-effects")
         table(rename_columns(grid.rows()[:12], lg), view.lecture, key="hl_effect_table")
 
 
@@ -257,16 +253,11 @@ def before_after_maps(view: View, effect, picked: tuple) -> None:
     diff = float(np.abs(effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]).max())
     st.caption(t("heads.surgery.maps_caption", lg, where=where, last=t("sidebar.layer_n", lg, i=last), diff=diff))
     figs = vh.before_after_heatmaps(effect, layer, view.head, lecture=view.lecture, lang=lg)
-    for col, fig, key, att in zip(st.columns(2), figs, ("hl_before", "hl_after"),
-                                  (effect.attention_before, effect.attention_after)):
-        with col:
-            chart(fig, key, Export(att[layer, view.head], list(effect.tokens), list(effect.tokens),
-                                   f"{t(f'heads.viz.{key[3:]}_word', lg)} · {where}", view.text,
-                                   f"head-surgery-{key[3:]}"))
-    delta = effect.attention_after[layer, view.head] - effect.attention_before[layer, view.head]
+    for col, fig, key in zip(st.columns(2), figs, ("hl_before", "hl_after")):
+        with col:  # each exports its head's attention (vh.before_after_heatmaps describes it)
+            chart(fig, key, subtitle=view.text, filename=f"head-surgery-{key[3:]}")
     chart(vh.ablation_delta_heatmap(effect, layer, view.head, lecture=view.lecture, lang=lg), "hl_ablation_delta",
-          Export(delta, list(effect.tokens), list(effect.tokens), t("heads.viz.ablation_delta", lg, where=where),
-                 view.text, "head-surgery-delta"))
+          subtitle=view.text, filename="head-surgery-delta")
 
 
 def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
@@ -286,14 +277,12 @@ def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
 
 def beyond_weights(view: View) -> None:
     lg = view.lang
-    where = layer_head(view.layer, view.head, lg)
     vn = runs.value_norms(view.model_name, view.device, view.text)
     st.caption(t("heads.note.norms", lg, specials=model_specials(view)))
     figs = vh.value_norm_heatmaps(vn, view.layer, view.head, lecture=view.lecture, lang=lg)
-    for col, fig, key, m in zip(st.columns(2), figs, ("hl_weights", "hl_norms"), (vn.weights, vn.norms)):
-        with col:
-            chart(fig, key, Export(m[view.layer, view.head], list(vn.tokens), list(vn.tokens),
-                                   f"{t(f'heads.beyond.{key[3:]}', lg)} · {where}", view.text, f"value-{key[3:]}"))
+    for col, fig, key in zip(st.columns(2), figs, ("hl_weights", "hl_norms")):
+        with col:  # the weights and the value norms (vh.value_norm_heatmaps describes them)
+            chart(fig, key, subtitle=view.text, filename=f"value-{key[3:]}")
     share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
     H = vn.weights.shape[1]
     chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special", Export(
@@ -372,7 +361,7 @@ def circuits(view: View) -> None:
         st.markdown(t("heads.sink.summary", lg, first=md_escape(first), mean=mean, above=above,
                       total=sink.scores.size))
         chart(vh.sink_grid(sink, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg), "hl_sink",
-              Export(sink.scores, *axes(sink.scores, lg), t("heads.sink.export", lg), view.text, "attention-sink"))
+              subtitle=view.text, filename="attention-sink")
         st.table(top_table(sink.scores, view))
     st.subheader(t("heads.induction.title", lg))
     if view.model.kind != "decoder":
@@ -397,7 +386,7 @@ def circuits(view: View) -> None:
     for which in ("induction", "previous"):  # full width, one under the other: a grid of all layers is wide
         grid = ind.induction if which == "induction" else ind.previous
         chart(vh.induction_grid(ind, which, chosen=chosen, lecture=view.lecture, lang=lg), f"hl_{which}",
-              Export(grid, *axes(grid, lg), t(f"heads.{which}.export", lg, r=ind.repeat), filename=f"{which}-scores"))
+              filename=f"{which}-scores")
         st.markdown(t(f"heads.{which}.top", lg))
         st.table(top_table(grid, view))
     st.caption(t("heads.note.induction", lg))

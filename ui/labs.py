@@ -12,7 +12,7 @@ from viz.theme import column_width
 
 from .state import safe_callback
 from .view import View
-from .widgets import Export, chart
+from .widgets import chart
 
 
 @safe_callback
@@ -29,9 +29,7 @@ def draw_stages(view: View, prefix: str, stages: dict, tokens: list[str], title:
     n = 1 if view.lecture else 3
     figs = vm.stage_figures(stages, tokens, tokens, title=title, lecture=view.lecture, lang=lg, width=column_width(n))
     for col, (name, fig) in zip(st.columns(3) if n == 3 else [st.container()] * 3, figs.items()):
-        mat = stages["weights"] if name == "weights" else stages["scaled" if name == "masked" else name]
-        with col:
-            chart(fig, f"{prefix}_{name}", Export(mat, tokens, tokens, f"{name} · {title}", text, f"{prefix}-{name}",
-                                                  heatmap=dict(masked=~stages["mask"] if name == "masked" else None)))
+        with col:  # each exports its stage's matrix (vm.stage_figures describes it)
+            chart(fig, f"{prefix}_{name}", subtitle=text, filename=f"{prefix}-{name}")
     c = stage_checks(stages)
     st.success(t("masks.check", lg, err=c["max_row_sum_error"], n=c["n_blocked"], w=c["max_blocked_weight"]))

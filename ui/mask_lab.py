@@ -13,7 +13,7 @@ from . import runs, store
 from .deckfile import MASK_TAB_KEYS
 from .labs import draw_stages, set_state
 from .view import View
-from .widgets import Export, chart, layer_head, model_pad
+from .widgets import chart, layer_head, model_pad
 
 MASK_EXAMPLES = ["padding", "causal", "combined"]  # catalogue "masks.example.<name>"
 
@@ -26,9 +26,7 @@ def draw_mask_examples(view: View, words: list[str], sentence: str) -> None:
         with col:
             chart(vm.mask_heatmap(masks[name], words, words, title=title, lecture=view.lecture, lang=view.lang,
                                   width=column_width(3)),
-                  f"ex_{name}",
-                  Export(masks[name].astype(int), words, words, title, sentence, f"mask-{name}",
-                         heatmap=dict(vmin=0, vmax=1)))
+                  f"ex_{name}", subtitle=sentence, filename=f"mask-{name}")
 
 
 
@@ -82,9 +80,8 @@ def window_masks(view: View, tokens: list[str]) -> None:
         title = t(f"masks.fig.{kind}", lg, w=c.sliding_window)
         with col:
             chart(vm.mask_heatmap(masks[kind], tokens, tokens, title=title, lecture=view.lecture, lang=lg,
-                                  width=column_width(3)), f"mask_kind_{kind}",
-                  Export(masks[kind].astype(int), tokens, tokens, title, view.text, f"mask-{kind}",
-                         heatmap=dict(vmin=0, vmax=1)))
+                                  width=column_width(3)), f"mask_kind_{kind}", subtitle=view.text,
+                  filename=f"mask-{kind}")
 
 
 def look_ahead_section(view: View) -> None:

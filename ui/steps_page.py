@@ -31,11 +31,8 @@ def draw_stage(view: View, stage, lang: str = "en", width: int | None = None) ->
         st.info(t("steps.mask_none" if stage.key == "mask" else "steps.masked_none", lang))
         return
     title = f"{view.model_name} · {block_label(view.block, lang)} · {layer_head(view.layer, view.head, lang)}"
-    chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=width), f"step_{stage.key}", Export(
-        stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", view.text,
-        f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}", heatmap=dict(
-            masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
-            xlabel=stage.xlabel, ylabel=stage.ylabel)))
+    chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=width), f"step_{stage.key}", context=title,
+          subtitle=view.text, filename=f"{view.model_name}-L{view.layer}-H{view.head}-{stage.key}")
 
 
 def draw_section(view: View, stages: list, section: int, lang: str) -> None:

@@ -227,19 +227,17 @@ def _embedding(ctx: _Ctx, key: str, quiz_on: bool) -> None:
         return _rope(ctx)
     labels = {k: t(f"tour.positional.part.{k}", lg) for k in ("token", "position", "token_type", "sum")}
     fig = embedding_triptych(parts, list(tokens), labels=labels, lecture=view.lecture, title=t("tour.positional.fig", lg),
-                              lang=lg)
-    st.plotly_chart(fig.update_xaxes(title_text=t("tour.axis.dim", lg)), key="tour_positional")
+                              lang=lg, xlabel=t("tour.axis.dim", lg))  # its axes named as the tour names them
+    st.plotly_chart(fig, key="tour_positional")
 
 
 def _stage_chart(ctx: _Ctx, stage, name: str) -> None:
     view = ctx.view
     if stage.trivial and stage.key == "mask":
         st.info(t("tour.mask.none", ctx.lg))
-    chart(stage_figure(stage, lecture=view.lecture, lang=ctx.lg), f"tour_{name}_{stage.key}", Export(
-        stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {ctx.where} · {stage.title} ({stage.shape})",
-        view.text, f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}",
-        heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
-                     xlabel=stage.xlabel, ylabel=stage.ylabel)))
+    chart(stage_figure(stage, lecture=view.lecture, lang=ctx.lg), f"tour_{name}_{stage.key}",
+          context=f"{view.model_name} · {ctx.where}", subtitle=view.text,
+          filename=f"{view.model_name}-L{ctx.layer}-H{ctx.head}-{stage.key}")
 
 
 AXES = AXIS_KEYS  # stage axis labels -> catalogue keys (viz.steps)

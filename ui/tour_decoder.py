@@ -152,16 +152,6 @@ def _pick(key: str, options: list) -> None:
         del st.session_state[key]
 
 
-def _retitle(fig, title: str, x: str | None = None, y: str | None = None):
-    """A viz.seq2seq figure titled (and its axes) as the tour names it, in `lg`."""
-    fig.update_layout(title={"text": title})
-    if x is not None:
-        fig.update_xaxes(title_text=x)
-    if y is not None:
-        fig.update_yaxes(title_text=y)
-    return fig
-
-
 def _decoding(view: View, key: str, name: str, lg: str, quiz_on: bool) -> None:
     loaded = _loaded(view, name)
     if loaded.abilities.translation and (unknown := loaded.unknown_words(view.text)):  # Korean: en / pt only
@@ -194,28 +184,28 @@ def _decoding(view: View, key: str, name: str, lg: str, quiz_on: bool) -> None:
     if key == "decoder_self" and not run.has_self_attention:  # an SSRU: its forget gate, not an empty triangle
         _forget_gate(view, run, step, layer, name, lg)
     elif key == "decoder_self":
-        fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        _retitle(fig, t("tour.fig.dec_self", lg, where=where, step=step), t("tour.axis.key_earlier", lg),
-                 t("tour.axis.dec_input", lg))
+        fig, mat, blocked, labels = vs.self_attention_figure(  # titled (and its axes) as the tour names them
+            run, step, layer, head, lecture=view.lecture, lang=lg, title=t("tour.fig.dec_self", lg, where=where, step=step),
+            xlabel=t("tour.axis.key_earlier", lg), ylabel=t("tour.axis.dec_input", lg))
         title = f"{name} · " + t("tour.fig.dec_self", lg, where=where, step=step)
         chart(fig, "tour_dec_self", Export(mat, labels, labels, title,
                                            view.text, f"{name}-decoder-self", heatmap=dict(masked=blocked)))
     elif key == "cross":
-        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        _retitle(fig, t("tour.fig.cross", lg, where=where), t("tour.axis.source", lg), t("tour.axis.dec_input", lg))
+        fig, mat, rows = vs.cross_figure(run, step, layer, head, lecture=view.lecture, lang=lg,
+                                         title=t("tour.fig.cross", lg, where=where), xlabel=t("tour.axis.source", lg),
+                                         ylabel=t("tour.axis.dec_input", lg))
         title = f"{name} · " + t("tour.fig.cross", lg, where=where)
         chart(fig, "tour_cross", Export(mat, rows, list(run.source_tokens), title,
                                         view.text, f"{name}-cross"))
-        fig = vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg)
-        st.plotly_chart(_retitle(fig, t("tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16),
-                                        out=esc(s.chosen, 16)), None, t("quiz.weight", lg)),
-                        key="tour_cross_row")
+        st.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg, title=t(
+            "tour.fig.cross_row", lg, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16)),
+            ylabel=t("quiz.weight", lg)), key="tour_cross_row")
     else:
         if quiz_on and not quiz.next_token_question(view, run, step, lg):
             return
-        fig = vs.topk_figure(run, step, lecture=view.lecture, lang=lg)
-        st.plotly_chart(_retitle(fig, t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
-                                 t("tour.axis.probability", lg)), key="tour_topk")
+        st.plotly_chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg,
+                                       title=t("tour.fig.topk", lg, step=step, k=len(s.top_tokens)),
+                                       xlabel=t("tour.axis.probability", lg)), key="tour_topk")
         st.markdown(t("tour.output.emits", lg, token=md_escape(s.chosen)))
     if run.output_text and key == "output":  # a translator: where greedy decoding ends, detokenized
         st.markdown(t("s2s.translation", lg) + f"\n\n> {md_escape(run.output_text)}")

@@ -258,11 +258,9 @@ def dropout_section(view: View, task: str) -> None:
     d = dropout(task, sentence, int(seed), block, int(layer), int(head))
     cols = st.columns(1 if view.lecture else 2)
     figs = vt.dropout_figures(d, lang=lg, lecture=view.lecture, width=column_width(len(cols)))
-    for i, (fig, m, name) in enumerate(zip(figs, (d.train, d.eval), ("train", "eval"))):
+    for i, (fig, name) in enumerate(zip(figs, ("train", "eval"))):  # each exports its weights (vt.dropout_figures)
         with cols[i % len(cols)]:
-            chart(fig, f"train_drop_{name}", Export(m, list(d.rows), list(d.cols),
-                                                    vt.plain_title(fig.layout.title.text),
-                                                    sentence, f"training-dropout-{name}"))
+            chart(fig, f"train_drop_{name}", subtitle=sentence, filename=f"training-dropout-{name}")
     st.caption(t("train.drop.count", lg, n=int(d.dropped.sum()), total=int(d.allowed.sum()), p=d.p,
                  scale=1 / (1 - d.p)))
     table({t("train.col.position", lg): list(range(len(d.train_out))),

@@ -19,6 +19,7 @@ from analysis.metrics import METRICS
 from i18n import DEFAULT_LANG, LANGS, catalogue, head_name, kv_head, pick_lang, t
 from i18n.catalog import normalise
 from viz.export import FORMATS, figure_bytes, heatmap_figure, matrix_csv
+from viz.export_spec import ExportSpec, spec_of
 from viz.html import HTML_MIME, figure_html
 from viz.model_notes import ModelFacts, pad_label, specials_label
 
@@ -190,6 +191,14 @@ class Export:
         kw.setdefault("ylabel", t("ex.axis.query", lg))
         return heatmap_figure(self.matrix, self.rows, self.cols, title=self.title, subtitle=self.subtitle, **kw)
 
+    @classmethod
+    def of(cls, spec: ExportSpec, subtitle: str = "", filename: str = "figure", context: str = "") -> Export:
+        """The export a builder described (viz.export_spec), with the page's subtitle (the sentence), file name and
+        context before its title ("model · layer · head · " + the builder's title)."""
+        return cls(spec.matrix, spec.rows, spec.cols, f"{context} · {spec.title}" if context else spec.title, subtitle,
+                   filename,
+                   heatmap=spec.heatmap_kwargs() or None)
+
 
 def slug(s: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in s)[:60].strip("-") or "figure"
@@ -218,8 +227,14 @@ def export_popover(key: str, export: Export, fig=None) -> None:
                                f"{name}.{fmt}", FORMATS[fmt], key=f"{key}-{fmt}")
 
 
-def chart(fig, key: str, export: Export | None = None, **kwargs):
-    """st.plotly_chart plus, when `export` is given, its Export popover under it. Returns the chart's event state."""
+def chart(fig, key: str, export: Export | None = None, *, subtitle: str = "", filename: str = "", context: str = "",
+          **kwargs):
+    """st.plotly_chart plus its Export popover under it: `export`, else the one its builder attached (viz.export_spec)
+    when `filename` names the file (with `subtitle`, the sentence, under its title, and `context`, the page's model,
+    layer and head, before it). Returns the chart's event state."""
+    spec = spec_of(fig) if export is None and filename else None
+    if spec is not None:
+        export = Export.of(spec, subtitle, filename, context)
     state = st.plotly_chart(fig, key=key, config={**PLOTLY_CONFIG, **kwargs.pop("config", {})}, **kwargs)
     if export is not None:
         export_popover(f"{key}-export", export, fig)

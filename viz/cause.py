@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from i18n import head_name
 from i18n import t as tr
 
+from .export_spec import ExportSpec
 from .heads import head_grid
 from .heatmap import heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge
@@ -61,20 +62,24 @@ def grid(values: np.ndarray, *, title: str, colorbar: str, chosen, lecture: bool
 # ---- generation replay ------------------------------------------------------------------------------------------
 def step_rows(rows: np.ndarray, tokens: list[str], labels: list[str], *, title: str, lecture: bool = False,
               lang: str = "en", highlight: int | None = None) -> go.Figure:
-    """(R, P + N) query rows over the final sequence's keys; NaN past the keys the step could see (drawn blocked)."""
+    """(R, P + N) query rows over the final sequence's keys; NaN past the keys the step could see (drawn blocked; 0
+    in its export)."""
     return heatmap(rows, labels, list(tokens), title=title, zmin=0.0, zmax=None, lecture=lecture, lang=lang,
                    masked=~np.isfinite(rows), xlabel=tr("ex.axis.key", lang), colorbar_title=tr("ex.axis.weight", lang),
-                   text_auto=False, highlight_row=highlight, extra_layout=_fit({}))
+                   text_auto=False, highlight_row=highlight, extra_layout=_fit({}),
+                   export=ExportSpec(np.nan_to_num(rows), labels, list(tokens), title))
 
 
 def kv_rows(values: np.ndarray, labels: list[str], *, title: str, lecture: bool = False,
             lang: str = "en") -> go.Figure:
     """(rows, d_k) the keys or values a step appended, one row per key/value head and position fed."""
     m = float(np.abs(values).max()) if values.size else 1.0
-    return heatmap(values, labels, [str(i) for i in range(values.shape[1])], title=title, colorscale="RdBu",
+    dims = [str(i) for i in range(values.shape[1])]
+    return heatmap(values, labels, dims, title=title, colorscale="RdBu",
                    zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, lecture=lecture, lang=lang, text_auto=False,
                    xlabel=tr("cause.gen.dim", lang), colorbar_title="", extra_layout=_fit({}),
-                   height=max(220, 26 * values.shape[0] + 160))
+                   height=max(220, 26 * values.shape[0] + 160),
+                   export=ExportSpec(values, labels, dims, title))  # the twin in the data's own range
 
 
 def kv_groups(kv_map: np.ndarray, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -83,7 +88,8 @@ def kv_groups(kv_map: np.ndarray, *, lecture: bool = False, lang: str = "en") ->
     rows = [tr("ex.head_n", lang, i=h) for h in range(H)]
     cols = [tr("cause.gen.kv_n", lang, g=g) for g in range(G)]
     text = [["●" if kv_map[h, g] else "" for g in range(G)] for h in range(H)]
-    return heatmap(kv_map, rows, cols, title=tr("cause.gen.groups_title", lang, h=H, g=G),
+    title = tr("cause.gen.groups_title", lang, h=H, g=G)
+    return heatmap(kv_map, rows, cols, title=title, export=ExportSpec(kv_map, rows, cols, title),  # its own range
                    colorscale=[[0.0, "#f2f2f2"], [1.0, "#4e79a7"]],
                    zmin=0.0, zmax=1.0, lecture=lecture, lang=lang, text_auto=False, xlabel=tr("cause.gen.cache", lang),
                    ylabel=tr("cause.gen.query_heads", lang), extra_trace=dict(text=text, texttemplate="%{text}",
@@ -116,10 +122,11 @@ def costs(c: dict, *, which: str, lecture: bool = False, lang: str = "en") -> go
 def sink(by_layer: np.ndarray, *, lecture: bool = False, lang: str = "en", step: int | None = None) -> go.Figure:
     """(L, N) each step's mean weight on the first token per layer, the chosen step outlined."""
     L, N = by_layer.shape
-    fig = heatmap(by_layer, [tr("ex.layer_n", lang, i=i) for i in range(L)], [str(k) for k in range(N)],
-                  title=tr("cause.gen.sink_title", lang), zmin=0.0, zmax=1.0, lecture=lecture, lang=lang,
+    rows, cols, title = [tr("ex.layer_n", lang, i=i) for i in range(L)], [str(k) for k in range(N)], tr(
+        "cause.gen.sink_title", lang)
+    fig = heatmap(by_layer, rows, cols, title=title, zmin=0.0, zmax=1.0, lecture=lecture, lang=lang,
                   text_auto=False, xlabel=tr("cause.gen.step", lang), colorbar_title=tr("ex.axis.weight", lang),
-                  extra_layout=_fit({}))
+                  extra_layout=_fit({}), export=ExportSpec(by_layer, rows, cols, title))  # its own range
     if step is not None and 0 <= step < N:
         fig.add_shape(type="rect", xref="x", yref="paper", x0=step - 0.5, x1=step + 0.5, y0=0, y1=1,
                       line=dict(color=HIGHLIGHT, width=3))
@@ -163,7 +170,8 @@ def head_map(att: np.ndarray, tokens: list[str], layer: int, head: int, *, lectu
     return heatmap(att, list(tokens), list(tokens), title=esc(head_name(layer, head, lang, kv=kv), 80), zmin=0.0,
                    masked=np.triu(np.ones((n, n), dtype=bool), k=1), xlabel=tr("ex.axis.key", lang),
                    ylabel=tr("ex.axis.query", lang), colorbar_title=tr("ex.axis.weight", lang), lecture=lecture,
-                   lang=lang, text_auto=False, highlight_row=n - 1, extra_layout=_fit({}))
+                   lang=lang, text_auto=False, highlight_row=n - 1, extra_layout=_fit({}),
+                   export=ExportSpec(att, list(tokens), list(tokens), head_name(layer, head, lang, kv=kv)))
 
 
 def head_bars(values: dict[str, float], *, title: str, lecture: bool = False) -> go.Figure:

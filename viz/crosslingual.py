@@ -19,7 +19,8 @@ def weight_grid(side, *, zmax: float, shared: tuple, lecture: bool = False, lang
     q = esc(side.query_word, 20)  # the word, its pieces merged with no spaces ("트로피는", not "▁ 트로 피 는")
     k = esc(side.target_word, 20)
     return head_grid(side.weight, diverging=False, zmax=zmax, chosen=list(shared), lecture=lecture, lang=lang, width=width,
-                     colorbar_title=tr("e5.xl.weight", lang), title=tr("e5.xl.grid_title", lang, q=q, k=k))
+                     colorbar_title=tr("e5.xl.weight", lang), title=tr("e5.xl.grid_title", lang, q=q, k=k),
+                     export_title=tr("e5.xl.export", lang))
 
 
 def agreement_scatter(result, *, lecture: bool = False, lang: str = "en") -> go.Figure:

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from i18n import head_name
 from i18n import t as tr
 
+from .export_spec import ExportSpec
 from .heatmap import axis_labels, heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge, number_text
 
@@ -46,14 +47,17 @@ def _lh(layer: int, head: int, lang: str) -> str:
 def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", diverging: bool = True,
               flipped: np.ndarray | None = None, chosen: list[tuple[int, int]] | None = None,
               zmax: float | None = None, texttemplate: str | None = None, lecture: bool = False,
-              lang: str = "en", width: int | None = None, wide: bool = False) -> go.Figure:
+              lang: str = "en", width: int | None = None, wide: bool = False,
+              export_title: str | None = None) -> go.Figure:
     """(L, H) values as a layer x head grid (Layer 0 at the top). Diverging: red/blue around 0, symmetric range.
     `flipped` (L, H) bool: ⇄ in those cells; `chosen`: (layer, head) cells outlined; `texttemplate` replaces the
     cells' number format; `wide`: the layers along x and the heads down y (a deep model's 30 layers fit a screen's
-    width, not its height)."""
+    width, not its height). It exports `values` as given, one row per layer, under `export_title` (default `title`),
+    the twin in the data's own colour range."""
     v = np.asarray(values, dtype=np.float32)
     L, H = v.shape
     rows, cols = _head_axes(L, H, lang)
+    spec = ExportSpec(values, rows, cols, title if export_title is None else export_title)
     if diverging:
         m = zmax or (float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0) or 1.0
         kw = dict(colorscale="RdBu", zmin=-m, zmax=m, zmid=0.0)
@@ -78,11 +82,11 @@ def head_grid(values: np.ndarray, *, title: str = "", colorbar_title: str = "", 
                        ylabel=tr("heads.viz.head", lang), colorbar_title=colorbar_title, lecture=lecture, lang=lang,
                        height=max(260, 40 * H + 190), text_auto=v.size <= 144,
                        hover="%{x} · %{y}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
-                       extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
+                       extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, export=spec, **kw)
     return heatmap(v, rows, cols, title=title, xlabel=tr("heads.viz.head", lang), ylabel=tr("heads.viz.layer", lang),
                    colorbar_title=colorbar_title, lecture=lecture, lang=lang, height=max(260, 40 * L + 150),
                    text_auto=v.size <= 144, hover="%{y} · %{x}<br>%{z:.3f}<extra></extra>", extra_trace=extra,
-                   extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, **kw)
+                   extra_layout=_fit({"shapes": shapes} if shapes else {}), width=width, export=spec, **kw)
 
 
 def _cell_outline(layer: int, head: int, colour: str, dash: str = "solid") -> dict:
@@ -102,7 +106,8 @@ def change_grid(pair, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Layer x head grid of the change in w(c1) - w(c2) (B - A), flipped heads marked."""
     q, c1, c2 = (esc(x, 20) for x in pair.labels)
     return head_grid(pair.change, flipped=pair.flipped, lecture=lecture, colorbar_title="Δ", lang=lang,
-                     title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK))
+                     title=tr("heads.viz.change", lang, c1=c1, c2=c2, q=q, flip=FLIP_MARK),
+                     export_title=tr("heads.pairs.export", lang))
 
 
 def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -115,23 +120,29 @@ def delta_heatmap(dmap, *, lecture: bool = False, lang: str = "en") -> go.Figure
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, masked=~np.isfinite(d),
                    xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang),
                    colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture, lang=lang,
-                   extra_layout=_fit({}))
+                   extra_layout=_fit({}),  # it exports the delta as computed (NaN kept), by the tokens' own labels
+                   export=ExportSpec(dmap.delta, list(dmap.labels), list(dmap.labels),
+                                     f"B − A · {_lh(dmap.layer, dmap.head, lang)}"))
 
 
 # ---- value-weighted norms, flow -------------------------------------------------------------------------------------
 def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
                         lang: str = "en") -> tuple[go.Figure, go.Figure]:
-    """(weights, norm shares) of one head, same tokens and colour range, to be laid out side by side."""
+    """(weights, norm shares) of one head, same tokens and colour range, to be laid out side by side. They export
+    the weights and the value norms (not the shares)."""
     w = vn.weights[layer, head]
     s = vn.norm_share[layer, head]
     hi = float(max(w.max(), s.max())) or 1.0
     kw = dict(zmin=0.0, zmax=hi, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
+    tokens = list(vn.tokens)
+    out = {name: ExportSpec(m[layer, head], tokens, tokens, f"{tr(f'heads.beyond.{name}', lang)} · {where}")
+           for name, m in (("weights", vn.weights), ("norms", vn.norms))}
     return (heatmap(w, vn.tokens, vn.tokens, title=tr("heads.viz.weights", lang, where=where),
-                    colorbar_title="α", extra_layout=_fit({}), **kw),
+                    colorbar_title="α", extra_layout=_fit({}), export=out["weights"], **kw),
             heatmap(s, vn.tokens, vn.tokens, title=tr("heads.viz.norms", lang, where=where),
-                    colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), **kw))
+                    colorbar_title=tr("heads.viz.norm_share", lang), extra_layout=_fit({}), export=out["norms"], **kw))
 
 
 def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
@@ -181,6 +192,7 @@ def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = Fals
     what = tr("heads.viz.what_sentence" if by == "sentence" else "heads.viz.what_token", lang)
     return head_grid(v, diverging=False, chosen=chosen, lecture=lecture, colorbar_title="1 − cos", lang=lang,
                      title=tr("heads.viz.effect", lang, mode=_mode(grid.mode, lang), what=what),
+                     export_title=tr("heads.surgery.effect", lang),
                      texttemplate="%{z:.3f}" if v.size <= 144 else None)  # effects are small: 0.00 would hide them
 
 
@@ -202,10 +214,13 @@ def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = Fals
     kw = dict(zmin=0.0, zmax=1.0, xlabel=tr("ex.axis.key", lang), ylabel=tr("ex.axis.query", lang), lecture=lecture,
               lang=lang)
     where = _lh(layer, head, lang)
+    tokens = list(effect.tokens)  # each exports its matrix in the data's own colour range
+    out = {name: ExportSpec(m, tokens, tokens, f"{tr(f'heads.viz.{name}_word', lang)} · {where}")
+           for name, m in (("before", b), ("after", a))}
     return (heatmap(b, effect.tokens, effect.tokens, title=tr("heads.viz.before", lang, where=where),
-                    extra_layout=_fit({}), **kw),
+                    extra_layout=_fit({}), export=out["before"], **kw),
             heatmap(a, effect.tokens, effect.tokens, title=tr("heads.viz.after", lang, where=where),
-                    extra_layout=_fit({}), **kw))
+                    extra_layout=_fit({}), export=out["after"], **kw))
 
 
 def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = False,
@@ -213,10 +228,12 @@ def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = Fal
     """After − before attention of one head (a layer after the removed heads), on a symmetric diverging scale."""
     d = effect.attention_after[layer, head] - effect.attention_before[layer, head]
     m = float(np.abs(d).max())
-    return heatmap(d, effect.tokens, effect.tokens, title=tr("heads.viz.ablation_delta", lang, where=_lh(layer, head, lang)),
+    title = tr("heads.viz.ablation_delta", lang, where=_lh(layer, head, lang))
+    return heatmap(d, effect.tokens, effect.tokens, title=title,
                    colorscale="RdBu", zmin=-(m or 1.0), zmax=m or 1.0, zmid=0.0, xlabel=tr("ex.axis.key", lang),
                    ylabel=tr("ex.axis.query", lang), colorbar_title=tr("heads.viz.delta_weight", lang), lecture=lecture,
-                   lang=lang, extra_layout=_fit({}))
+                   lang=lang, extra_layout=_fit({}),
+                   export=ExportSpec(d, list(effect.tokens), list(effect.tokens), title))  # its own colour range
 
 
 def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
@@ -291,7 +308,7 @@ def sink_grid(sink, *, chosen=None, lecture: bool = False, lang: str = "en") -> 
     first = esc(sink.tokens[0], 20) if sink.tokens else ""
     return head_grid(sink.scores, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
                      colorbar_title=tr("heads.viz.sink_bar", lang),
-                     title=tr("heads.viz.sink", lang, first=first))
+                     title=tr("heads.viz.sink", lang, first=first), export_title=tr("heads.sink.export", lang))
 
 
 def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool = False,
@@ -301,4 +318,5 @@ def induction_grid(ind, which: str = "induction", *, chosen=None, lecture: bool 
     grid = ind.induction if which == "induction" else ind.previous
     return head_grid(grid, diverging=False, zmax=1.0, chosen=chosen, lecture=lecture, lang=lang, wide=True,
                      colorbar_title=tr(f"heads.viz.{which}_bar", lang),
-                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat))
+                     title=tr(f"heads.viz.{which}", lang, r=ind.repeat),
+                     export_title=tr(f"heads.{which}.export", lang, r=ind.repeat))

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 
 from i18n import t as tr
 
+from .export_spec import ExportSpec, attach
 from .theme import (
     HIGHLIGHT,
     MASKED_BG,
@@ -127,12 +128,16 @@ def heatmap(
     extra_layout: dict | None = None,  # more layout attributes (shapes, automargin), merged as update_layout would
     highlight_row: int | None = None,  # a row to outline (the chosen query token): a frame and a bold tick label
     width: int | None = None,  # px it is drawn at on a 1600 px projector (theme.column_width); None: PAGE_WIDTH
+    export: ExportSpec | None = None,  # what it exports (None: the matrix, labels, title, zmin / zmax and mask given)
 ) -> go.Figure:
     """A (rows x cols) heatmap, pooled to fit `max_side`. Row 0 is drawn at the top. `title` must already be escaped
     (it may carry markup such as <sup>). `extra_trace` / `extra_layout` let a caller add to the dicts before the
     figure is built: any go.Figure method (update_traces, update_layout, add_shape) validates, at ~1 ms a call.
     Cell numbers are written only where they fit (`cell_text`), at the size plotly fits to the cells it draws;
-    tick labels turn and shrink when the cells are narrower than they are (`tick_style`)."""
+    tick labels turn and shrink when the cells are narrower than they are (`tick_style`). The figure carries its
+    export (viz.export_spec: `export`, else the data it was given)."""
+    if export is None:
+        export = ExportSpec(matrix, row_labels, col_labels, title, zmin, zmax, masked)
     m = np.asarray(matrix, dtype=np.float32)
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {m.shape}")
@@ -185,7 +190,7 @@ def heatmap(
                              tickfont=dict(size=tick[1]), showgrid=False, **_tickvals(yticks)))
     if highlight_row is not None and 0 <= highlight_row < m.shape[0]:
         merge(layout, row_highlight(highlight_row // fr, rows, yticks, lecture))
-    return figure(data, merge(layout, extra_layout))
+    return attach(figure(data, merge(layout, extra_layout)), export)
 
 
 def row_highlight(r: int, rows: list[str], yticks: list | None, lecture: bool = False) -> dict:

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from i18n import t
 
+from .export_spec import ExportSpec
 from .heatmap import heatmap
 from .theme import MASKED_BG, MIN_CELL_FONT, PAGE_WIDTH, base_layout, esc, figure, fonts, text_width
 
@@ -26,7 +27,8 @@ def mask_heatmap(mask: np.ndarray, rows: list[str], cols: list[str], *, title: s
                    xlabel=t("masks.axis.key", lang) if xlabel is None else xlabel,
                    ylabel=t("masks.axis.query", lang) if ylabel is None else ylabel, lecture=lecture,
                    text_auto=np.asarray(mask).size <= 400, lang=lang, width=width,
-                   extra_trace={"texttemplate": "%{z:.0f}", "colorbar": colorbar})
+                   extra_trace={"texttemplate": "%{z:.0f}", "colorbar": colorbar},
+                   export=ExportSpec(np.asarray(mask).astype(int), rows, cols, title, vmin=0, vmax=1))  # 0 / 1 cells
 
 
 def batch_mask_heatmap(tokens: list[list[str]], mask: np.ndarray, *, lecture: bool = False,
@@ -62,17 +64,23 @@ def stage_figures(stages: dict[str, np.ndarray], rows: list[str], cols: list[str
                   lecture: bool = False, max_side: int = 256, lang: str = "en",
                   width: int | None = None) -> dict[str, go.Figure]:
     """Raw scores, masked scores (blocked = grey ✕, not a colour) and softmax weights with a row-sum column.
-    `title` is plain text made by the page (model, layer, head), never user text: it may hold plotly's <sup>."""
+    `title` is plain text made by the page (model, layer, head), never user text: it may hold plotly's <sup>. Each
+    exports its matrix as computed ("scores · title"; the weights without their row sums, the masked scores with
+    their blocked cells), the matplotlib twin in the data's own colour range."""
     blocked = ~stages["mask"]
+    spec = {name: ExportSpec(stages["scaled" if name == "masked" else name], rows, cols, f"{name} · {title}",
+                             masked=blocked if name == "masked" else None) for name in ("scores", "masked", "weights")}
     lim = float(np.abs(stages["scaled"][~blocked]).max()) if (~blocked).any() else 1.0
     w_sum, cols_sum = with_row_sums(stages["weights"], cols, lang)
     key, query = t("masks.axis.key", lang), t("masks.axis.query", lang)
     return {
         "scores": heatmap(stages["scores"], rows, cols, title=t("masks.fig.scores", lang, title=title),
-                          colorscale="RdBu_r", zmid=0, xlabel=key, ylabel=query, lecture=lecture, max_side=max_side, lang=lang, width=width),
+                          colorscale="RdBu_r", zmid=0, xlabel=key, ylabel=query, lecture=lecture, max_side=max_side, lang=lang, width=width,
+                          export=spec["scores"]),
         "masked": heatmap(stages["scaled"], rows, cols, masked=blocked, colorscale="RdBu_r", zmin=-lim, zmax=lim,
                           title=t("masks.fig.masked", lang, title=title), xlabel=key, ylabel=query, lecture=lecture,
-                          max_side=max_side, lang=lang, width=width),
+                          max_side=max_side, lang=lang, width=width, export=spec["masked"]),
         "weights": heatmap(w_sum, rows, cols_sum, zmin=0, zmax=1, xlabel=key, ylabel=query, lecture=lecture,
-                           max_side=max_side, title=t("masks.fig.weights", lang, title=title), lang=lang, width=width),
+                           max_side=max_side, title=t("masks.fig.weights", lang, title=title), lang=lang, width=width,
+                           export=spec["weights"]),
     }

@@ -75,9 +75,10 @@ def similarity_heatmap(sim: np.ndarray, *, title: str, cosine: bool, lecture: bo
 
 
 def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, labels: dict[str, str] | None = None,
-                       title: str = "", lecture: bool = False, lang: str = "en") -> go.Figure:
+                       title: str = "", lecture: bool = False, lang: str = "en", xlabel: str | None = None) -> go.Figure:
     """X, PE and X + PE (and the token-type rows when the model has them) side by side, one row per token,
-    on one symmetric colour scale so the addition can be read cell by cell."""
+    on one symmetric colour scale so the addition can be read cell by cell. `xlabel`: the dimension axes' title
+    (default the lab's, "pe.axis.dim")."""
     keys = [k for k in ("token", "position", "token_type", "sum") if k in parts]
     labels = labels or {}
     names = [labels.get(k, k) for k in keys]
@@ -94,7 +95,7 @@ def embedding_triptych(parts: dict[str, np.ndarray], tokens: list[str], *, label
         xa, ya = subplot_axes(1, c, len(keys))
         data.append(dict(type="heatmap", z=m, y=rows, colorscale=colour_scale("RdBu"), zmin=-lim, zmax=lim, zmid=0,
                          showscale=c == len(mats), hovertemplate=hover, xaxis=xa, yaxis=ya))
-        layout["xaxis" + xa[1:]]["title"] = {"text": t("pe.axis.dim", lang)}
+        layout["xaxis" + xa[1:]]["title"] = {"text": t("pe.axis.dim", lang) if xlabel is None else xlabel}
     layout["yaxis"].update(type="category", autorange="reversed")
     layout.update(base_layout(lecture, int(min(760, max(300, 22 * len(rows) + 160))), title))
     return figure(data, layout)

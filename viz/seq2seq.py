@@ -28,30 +28,39 @@ def head_name(layer: int, head: int | str, lang: str = "en") -> str:
 
 
 def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                          lecture: bool = False, lang: str = "en", width: int | None = None) -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
+                          lecture: bool = False, lang: str = "en", width: int | None = None,
+                          title: str | None = None, xlabel: str | None = None,
+                          ylabel: str | None = None) -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
     """Decoder self-attention at `step` (1-based): (t x t), or all T rows when `full` (teacher forcing).
-    Blocked cells (above the diagonal) are grey. Returns (figure, matrix, blocked, labels)."""
+    Blocked cells (above the diagonal) are grey. `title`, `xlabel`, `ylabel`: another page's names (the tour's).
+    Returns (figure, matrix, blocked, labels)."""
     s = run.steps[(len(run.steps) if full else step) - 1]
     m = pick(s.self_attention, layer, head)  # (t, t)
     blocked = ~np.tril(np.ones(m.shape, dtype=bool))  # look-ahead: position i may not see j > i
-    title = t("s2s.fig.self", lang, where=head_name(layer, head, lang)) + (
-        "" if full else " · " + t("s2s.step_n", lang, i=step))
+    if title is None:
+        title = t("s2s.fig.self", lang, where=head_name(layer, head, lang)) + (
+            "" if full else " · " + t("s2s.step_n", lang, i=step))
     fig = heatmap(m, s.inputs, s.inputs, title=title, zmin=0.0, zmax=1.0, masked=blocked,
-                  xlabel=t("s2s.axis.key_earlier", lang), ylabel=t("s2s.axis.query_input", lang), lecture=lecture,
+                  xlabel=t("s2s.axis.key_earlier", lang) if xlabel is None else xlabel,
+                  ylabel=t("s2s.axis.query_input", lang) if ylabel is None else ylabel, lecture=lecture,
                   colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
                   extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]} if full else None)
     return fig, m, blocked, s.inputs
 
 
 def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
-                 lecture: bool = False, lang: str = "en", width: int | None = None) -> tuple[go.Figure, np.ndarray, list[str]]:
+                 lecture: bool = False, lang: str = "en", width: int | None = None, title: str | None = None,
+                 xlabel: str | None = None, ylabel: str | None = None) -> tuple[go.Figure, np.ndarray, list[str]]:
     """Cross-attention rows (target rows x source columns) of steps 1..step (all T in teacher forcing);
-    the current step's row is outlined. Returns (figure, matrix, row labels)."""
+    the current step's row is outlined (`title`, `xlabel`, `ylabel`: another page's names). Returns (figure, matrix,
+    row labels)."""
     upto = len(run.steps) if full else step
     m = pick(run.cross_matrix(upto), layer, head)  # (upto, m)
     rows = run.steps[upto - 1].inputs
-    fig = heatmap(m, rows, run.source_tokens, title=t("s2s.fig.cross", lang, where=head_name(layer, head, lang)),
-                  zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang), ylabel=t("s2s.axis.input", lang),
+    fig = heatmap(m, rows, run.source_tokens,
+                  title=t("s2s.fig.cross", lang, where=head_name(layer, head, lang)) if title is None else title,
+                  zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang) if xlabel is None else xlabel,
+                  ylabel=t("s2s.axis.input", lang) if ylabel is None else ylabel,
                   lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
                   extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]})
     return fig, m, rows
@@ -64,24 +73,28 @@ def _row_outline(row: int, n_cols: int) -> dict:
 
 
 def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, lecture: bool = False,
-                     lang: str = "en", width: int | None = None) -> go.Figure:
-    """Bar chart: where the newest decoder token looks in the source at this step."""
+                     lang: str = "en", width: int | None = None, title: str | None = None,
+                     ylabel: str | None = None) -> go.Figure:
+    """Bar chart: where the newest decoder token looks in the source at this step (`title`, `ylabel`: another
+    page's names)."""
     s = run.steps[step - 1]
     row = pick(s.cross_row, layer, head)  # (m,)
     labels = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(run.source_tokens)]
     best = int(row.argmax())
     colours = ["#e63946" if i == best else "#4e79a7" for i in range(len(row))]
     bar = dict(type="bar", x=labels, y=row, marker=dict(color=colours), hovertemplate="%{x}: %{y:.3f}<extra></extra>")
-    title = t("s2s.fig.row", lang, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16))
+    if title is None:
+        title = t("s2s.fig.row", lang, step=step, token=esc(s.inputs[-1], 16), out=esc(s.chosen, 16))
     layout = base_layout(lecture, 320, title, width=width)  # a long title in lines (a half column)
-    layout.update(yaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.weight", lang))),
+    layout.update(yaxis=dict(range=[0, 1], title=dict(text=t("s2s.axis.weight", lang) if ylabel is None else ylabel)),
                   xaxis=dict(type="category", tickangle=-60 if len(labels) > 8 else 0))
     return figure([bar], layout)
 
 
 def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en",
-                width: int | None = None) -> go.Figure:
-    """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary)."""
+                width: int | None = None, title: str | None = None, xlabel: str | None = None) -> go.Figure:
+    """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary; `title`,
+    `xlabel`: another page's names)."""
     s = run.steps[step - 1]
     allowed = getattr(s, "top_allowed", None) or (True,) * len(s.top_tokens)  # a shortlist's verdict (translator)
     out = "\u2009" + t("s2s.not_in_shortlist", lang)
@@ -92,8 +105,9 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str
     bar = dict(type="bar", x=s.top_probs, y=labels, orientation="h", marker=dict(color=colours),
                text=[f"{p:.3f}" for p in s.top_probs], textposition="outside", cliponaxis=False,
                hovertemplate="%{y}: %{x:.4f}<extra></extra>")
-    layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K), width=width)
-    layout.update(xaxis=dict(range=[0, 1.12], title=dict(text=t("s2s.axis.probability", lang)),
+    layout = base_layout(lecture, 300, t("s2s.fig.topk", lang, step=step, k=TOP_K) if title is None else title,
+                         width=width)
+    layout.update(xaxis=dict(range=[0, 1.12], title=dict(text=t("s2s.axis.probability", lang) if xlabel is None else xlabel),
                              tickvals=[0, 0.25, 0.5, 0.75, 1]),
                   yaxis=dict(autorange="reversed", type="category"))
     return figure([bar], layout)

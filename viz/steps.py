@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 
 from i18n import t
 
+from .export_spec import ExportSpec
 from .heatmap import heatmap
 
 # the Step by step page's tabs (catalogue keys "steps.tab.<name>"): the attention sections, then the rest of the
@@ -227,7 +228,10 @@ def stage_figure(stage: Stage, *, lecture: bool = False, max_side: int = 256, la
     """One stage as a heatmap titled with its shape; cell values written only on small matrices whose cells hold
     them at `width` px (viz.heatmap)."""
     zmid = 0.0 if stage.zmin is None and stage.colorscale == "RdBu_r" else None
+    export = ExportSpec(stage.matrix, stage.rows, stage.cols, f"{stage.title} ({stage.shape})", masked=stage.masked,
+                        cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r", xlabel=stage.xlabel,
+                        ylabel=stage.ylabel)  # the twin in the data's own range, under the page's context
     return heatmap(stage.matrix, stage.rows, stage.cols, title=f"{stage.title}  ·  {stage.shape}",
                    colorscale=stage.colorscale, zmin=stage.zmin, zmax=stage.zmax, zmid=zmid, masked=stage.masked,
                    xlabel=stage.xlabel, ylabel=stage.ylabel, lecture=lecture, max_side=max_side, lang=lang,
-                   width=width)
+                   width=width, export=export)

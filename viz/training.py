@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from analysis.training import Dropout, RunView, Schedule, Smoothing, StepLogits, TeacherForcing
 from i18n import head_name, t
 
+from .export_spec import ExportSpec, attach
 from .heatmap import heatmap
 from .masks import mask_heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, fonts, subplot_axes, subplot_grid, title_margin
@@ -130,7 +131,8 @@ def position_loss_figure(tf: TeacherForcing, *, lang: str = "en", lecture: bool 
 # ---- dropout ------------------------------------------------------------------------------------------------------
 def dropout_figures(d: Dropout, *, lang: str = "en", lecture: bool = False,
                     width: int | None = None) -> tuple[go.Figure, go.Figure]:
-    """The head's weights in training mode (the dropped cells marked) and in inference mode, on one colour scale."""
+    """The head's weights in training mode (the dropped cells marked) and in inference mode, on one colour scale.
+    Each exports its weights under its title as plain text, the twin in the data's own colour range."""
     top = float(max(d.train.max(), d.eval.max(), 1e-6))
     where = head_name(d.layer, d.head, lang, block=d.block if d.block != "encoder" else None)
     out = []
@@ -149,7 +151,7 @@ def dropout_figures(d: Dropout, *, lang: str = "en", lecture: bool = False,
                                      marker=dict(symbol="x-thin", size=14 if lecture else 10,
                                                  line=dict(width=3, color=HIGHLIGHT))))
             fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.3))
-        out.append(fig)
+        out.append(attach(fig, ExportSpec(m, list(d.rows), list(d.cols), plain_title(fig.layout.title.text))))
     return out[0], out[1]
 
 

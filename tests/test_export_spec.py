@@ -1,0 +1,285 @@
+"""A builder's figure carries its export (viz/export_spec.py), and ui.widgets.chart reads it when a page gives no
+Export: for each converted builder, the Export made from the attached spec is exactly the one its page built by hand
+before (main 3ca6eb1): the same matrix (values and dtype), labels, title, subtitle, file name and twin arguments."""
+
+import numpy as np
+import pytest
+
+from analysis.masks import example_masks
+from ui import widgets
+from ui.widgets import Export, chart
+from viz import cause as vc
+from viz import masks as vm
+from viz.export_spec import ExportSpec, attach, spec_of
+from viz.heatmap import heatmap
+
+
+def same(a: Export, b: Export) -> None:
+    """Two Exports hold the same data: arrays bit for bit (and dtype), everything else equal; an unset twin argument
+    (None) is the same as one not named (heatmap_figure's defaults are None)."""
+    assert a.matrix.dtype == b.matrix.dtype and a.matrix.shape == b.matrix.shape
+    assert np.array_equal(a.matrix, b.matrix, equal_nan=True)
+    assert (a.rows, a.cols, a.title, a.subtitle, a.filename) == (b.rows, b.cols, b.title, b.subtitle, b.filename)
+    assert a.make_figure is None and b.make_figure is None
+    ka = {k: v for k, v in (a.heatmap or {}).items() if v is not None}
+    kb = {k: v for k, v in (b.heatmap or {}).items() if v is not None}
+    assert ka.keys() == kb.keys()
+    for k in ka:
+        assert np.array_equal(ka[k], kb[k]), k
+
+
+def test_heatmap_attaches_what_it_was_given():
+    m = np.arange(6, dtype=np.float64).reshape(2, 3)
+    masked = np.array([[False, True, False], [False, False, True]])
+    fig = heatmap(m, ["a", "b"], ["x", "y", "z"], title="T", zmin=0.0, zmax=5.0, masked=masked)
+    spec = spec_of(fig)
+    assert spec.matrix is m and spec.rows == ["a", "b"] and spec.cols == ["x", "y", "z"] and spec.title == "T"
+    assert spec.heatmap_kwargs() == {"vmin": 0.0, "vmax": 5.0, "masked": masked}
+    assert "_lazy" in vars(fig)  # read without building the lazy figure
+    assert fig.layout.title.text == "T" and spec_of(fig) is spec  # still there once plotly has built it
+    assert ExportSpec(m).heatmap_kwargs() == {} and spec_of(object()) is None and spec_of(3) is None
+    assert "_export_spec" not in str(fig.to_dict())  # never sent to the browser
+
+
+def test_mask_heatmap_exports_as_the_mask_lab_did():
+    words = ["I", "am", "sam", "<pad>"]
+    for name, mask in example_masks(words).items():  # ui/mask_lab.py draw_mask_examples
+        title = f"masks.example.{name}"
+        fig = vm.mask_heatmap(mask, words, words, title=title, lang="en")
+        old = Export(mask.astype(int), words, words, title, "I am sam", f"mask-{name}", heatmap=dict(vmin=0, vmax=1))
+        same(Export.of(spec_of(fig), "I am sam", f"mask-{name}"), old)
+        assert Export.of(spec_of(fig), "I am sam", f"mask-{name}").matrix.dtype.kind == "i"
+
+
+def stages_of(n: int = 4, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(n, n)).astype(np.float32)
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    scaled = np.where(mask, scores / 2, -np.inf).astype(np.float32)
+    e = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+    return {"scores": scores, "scaled": scaled, "mask": mask, "weights": (e / e.sum(axis=1, keepdims=True))}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_stage_figures_export_as_the_labs_did(lang):
+    stages, tokens, title = stages_of(), ["a", "b", "a", "c"], "L0 H1"
+    figs = vm.stage_figures(stages, tokens, tokens, title=title, lang=lang)
+    assert list(figs) == ["scores", "masked", "weights"]
+    for name, fig in figs.items():  # ui/labs.py draw_stages before
+        mat = stages["weights"] if name == "weights" else stages["scaled" if name == "masked" else name]
+        old = Export(mat, tokens, tokens, f"{name} · {title}", "a b a c", f"p-{name}",
+                     heatmap=dict(masked=~stages["mask"] if name == "masked" else None))
+        same(Export.of(spec_of(fig), "a b a c", f"p-{name}"), old)
+
+
+def test_step_rows_export_as_the_generation_tab_did():
+    rows = np.array([[0.5, 0.5, np.nan], [0.2, 0.3, 0.5]], dtype=np.float32)
+    keys, labels = ["<s>", "Hi", "there"], ["Head 0", "Head 1"]
+    fig = vc.step_rows(rows, keys, labels, title="step 2", lang="en", highlight=1)
+    old = Export(np.nan_to_num(rows), labels, keys, "step 2", "Hi", "self-by-head")  # ui/generation.py row_pair
+    new = Export.of(spec_of(fig), "Hi", "self-by-head")
+    same(new, old)
+    assert new.matrix[0, 2] == 0.0
+
+
+def test_chart_reads_the_attached_export_only_when_named(monkeypatch):
+    shown, popovers = [], []
+    monkeypatch.setattr(widgets.st, "plotly_chart", lambda fig, **kw: shown.append((fig, kw)) or "state")
+    monkeypatch.setattr(widgets, "export_popover", lambda key, export, fig=None: popovers.append((key, export, fig)))
+    fig = attach(heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="t"), ExportSpec(np.eye(2, dtype=int), title="e"))
+    assert chart(fig, "k", subtitle="s", filename="f") == "state"
+    (key, export, f), = popovers
+    assert (key, f) == ("k-export", fig)
+    same(export, Export(np.eye(2, dtype=int), None, None, "e", "s", "f"))
+    chart(fig, "k2")  # no file name: a figure drawn without an export, as before
+    assert len(popovers) == 1 and len(shown) == 2
+    given = Export(np.ones((1, 1)), filename="g")
+    chart(fig, "k3", given, filename="ignored")  # a page's own Export wins
+    assert popovers[-1][1] is given
+
+
+def test_kv_rows_export_as_the_generation_tab_did():
+    mat = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)  # (G * n_fed, d_k)
+    labels = ["KV 0 · a", "KV 0 · b", "KV 1 · a"]
+    fig = vc.kv_rows(mat, labels, title="keys appended", lang="en")
+    old = Export(mat, labels, [str(i) for i in range(mat.shape[1])], "keys appended", "Hi", "appended-k")
+    same(Export.of(spec_of(fig), "Hi", "appended-k"), old)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("kv", [None, 1])
+def test_head_map_exports_as_the_cause_tab_did(lang, kv):
+    from ui.widgets import layer_head
+
+    att = np.tril(np.full((3, 3), 1 / 3, dtype=np.float32))
+    tokens = ["<b>x</b>", "y", "y"]  # markup stays plain text in the export (the figure's title is escaped)
+    fig = vc.head_map(att, tokens, 2, 1, lang=lang, kv=kv)
+    old = Export(att, tokens, tokens, layer_head(2, 1, lang, kv), "clean", "picked-head-attention")
+    same(Export.of(spec_of(fig), "clean", "picked-head-attention"), old)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_head_lab_maps_export_as_the_head_lab_did(lang):
+    from analysis.heads import EncoderEffect, ValueNorms
+    from i18n import t
+    from ui.widgets import layer_head
+    from viz import heads as vh
+
+    tokens = ["[CLS]", "the", "<script>", "the", "[SEP]"]  # a hostile token and a repeated one
+    n, rng = len(tokens), np.random.default_rng(0)
+    att = rng.uniform(size=(2, 3, n, n)).astype(np.float32)
+    att /= att.sum(-1, keepdims=True)
+    effect = EncoderEffect(tokens=tuple(tokens), heads=((0, 1),), mode="zero", token_cosine=np.linspace(0.9, 1, n),
+                           sentence_cosine=0.98, attention_before=att, attention_after=att[::-1])
+    vn = ValueNorms(tokens=tuple(tokens), special=tuple(x.startswith("[") for x in tokens), weights=att,
+                    norms=att * 2, value_norms=np.ones((2, 3, n), np.float32))
+    layer, head = 1, 2
+    where = layer_head(layer, head, lang)
+    for fig, key, att in zip(vh.before_after_heatmaps(effect, layer, head, lang=lang), ("hl_before", "hl_after"),
+                             (effect.attention_before, effect.attention_after)):  # ui/heads.py surgery_maps before
+        old = Export(att[layer, head], list(effect.tokens), list(effect.tokens),
+                     f"{t(f'heads.viz.{key[3:]}_word', lang)} · {where}", "s", f"head-surgery-{key[3:]}")
+        same(Export.of(spec_of(fig), "s", f"head-surgery-{key[3:]}"), old)
+    delta = effect.attention_after[layer, head] - effect.attention_before[layer, head]
+    old = Export(delta, list(effect.tokens), list(effect.tokens), t("heads.viz.ablation_delta", lang, where=where),
+                 "s", "head-surgery-delta")
+    same(Export.of(spec_of(vh.ablation_delta_heatmap(effect, layer, head, lang=lang)), "s", "head-surgery-delta"), old)
+    for fig, key, m in zip(vh.value_norm_heatmaps(vn, layer, head, lang=lang), ("hl_weights", "hl_norms"),
+                           (vn.weights, vn.norms)):  # ui/heads.py beyond_weights before: the norms, not the shares
+        old = Export(m[layer, head], list(vn.tokens), list(vn.tokens),
+                     f"{t(f'heads.beyond.{key[3:]}', lang)} · {where}", "s", f"value-{key[3:]}")
+        same(Export.of(spec_of(fig), "s", f"value-{key[3:]}"), old)
+
+
+def _popovers(tab: str | None = None) -> list[str]:
+    """The Export popovers' keys on the mask lab (the tab with this label open), in drawing order."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.pages import page_file
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    if tab is not None:
+        at.session_state["mask_tab"] = tab
+    at.switch_page(page_file("masks"))
+    at.run()
+    assert not at.exception
+    return [p.proto.popover.id.removesuffix("-export-popover").split("-", 2)[2] for p in at.get("popover")]
+
+
+def test_the_mask_lab_still_draws_each_converted_export():
+    assert _popovers() == ["mask-pad_scores", "mask-pad_masked", "mask-pad_weights"]  # ui/labs.py draw_stages
+    ahead = _popovers("Look-ahead mask and the combined decoder mask")
+    assert ahead[:3] == ["ex_padding", "ex_causal", "ex_combined"]  # ui/mask_lab.py draw_mask_examples
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_dropout_figures_export_as_the_training_page_did(lang):
+    from analysis.training import Dropout
+    from viz import training as vt
+
+    rng = np.random.default_rng(3)
+    allowed = np.tril(np.ones((4, 4), dtype=bool))
+    ev = np.where(allowed, rng.uniform(size=(4, 4)), 0).astype(np.float32)
+    dropped = allowed & (rng.uniform(size=(4, 4)) < 0.3)
+    d = Dropout(block="decoder_self", layer=1, head=0, p=0.1, seed=7, rows=("<b>", "a", "b", "c"),
+                cols=("<b>", "a", "b", "c"), train=np.where(dropped, 0, ev / 0.9).astype(np.float32), eval=ev,
+                dropped=dropped, allowed=allowed, train_out=("a",) * 4, eval_out=("a",) * 4)
+    for fig, m, name in zip(vt.dropout_figures(d, lang=lang), (d.train, d.eval), ("train", "eval")):
+        old = Export(m, list(d.rows), list(d.cols), vt.plain_title(fig.layout.title.text), "a b",
+                     f"training-dropout-{name}")  # ui/training_page.py dropout_tab before
+        same(Export.of(spec_of(fig), "a b", f"training-dropout-{name}"), old)
+        assert "<" not in spec_of(fig).title.replace("<b>", "")  # plain text: no markup left
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("L", [2, 14])  # 14: a deep model's grid, drawn with its layers along x (still exported by layer)
+def test_head_grids_export_as_their_pages_did(lang, L):
+    from types import SimpleNamespace
+
+    from i18n import t
+    from viz import crosslingual as vx
+    from viz import heads as vh
+
+    def axes(grid):  # ui/heads.py, ui/cause.py axes and ui/crosslingual.py _axes before
+        return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
+                [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
+
+    rng = np.random.default_rng(L)
+    grid = rng.uniform(size=(L, 3))  # float64, as the analyses return some grids
+    sink = SimpleNamespace(scores=grid, tokens=("<s>", "a"))
+    same(Export.of(spec_of(vh.sink_grid(sink, chosen=[(0, 1)], lang=lang)), "a b", "attention-sink"),
+         Export(grid, *axes(grid), t("heads.sink.export", lang), "a b", "attention-sink"))
+    ind = SimpleNamespace(induction=grid, previous=grid[::-1].astype(np.float32), repeat=5)
+    for which in ("induction", "previous"):
+        g = ind.induction if which == "induction" else ind.previous
+        same(Export.of(spec_of(vh.induction_grid(ind, which, chosen=[(0, 0)], lang=lang)), "", f"{which}-scores"),
+             Export(g, *axes(g), t(f"heads.{which}.export", lang, r=5), filename=f"{which}-scores"))
+    side = SimpleNamespace(weight=grid.astype(np.float32), query_word="<b>", target_word="it")
+    same(Export.of(spec_of(vx.weight_grid(side, zmax=1.0, shared=((0, 1),), lang=lang)), "A.", "figure"),
+         Export(side.weight, *axes(side.weight), t("e5.xl.export", lang), "A."))  # its file name: the default
+    for title in ("DLA <of> 'x'", "patching"):  # ui/cause.py DLA and patching grids (vc.grid: clickable)
+        fig = vc.grid(grid, title=title, colorbar="c", chosen=[(1, 2)], lecture=False, lang=lang, zmax=None)
+        same(Export.of(spec_of(fig), "clean / corrupt", "patching-heads"),
+             Export(grid, *axes(grid), title, "clean / corrupt", "patching-heads"))
+        assert fig.data[-1].name == "heads"  # the click markers were added to the same figure
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_minimal_pair_and_effect_maps_export_as_the_head_lab_did(lang):
+    from types import SimpleNamespace
+
+    from i18n import t
+    from ui.widgets import layer_head
+    from viz import heads as vh
+
+    def axes(grid):  # ui/heads.py axes
+        return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
+                [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
+
+    rng = np.random.default_rng(5)
+    change = rng.normal(size=(3, 4)).astype(np.float32)
+    pair = SimpleNamespace(labels=("it", "<trophy>", "suitcase"), change=change, flipped=change > 1)
+    same(Export.of(spec_of(vh.change_grid(pair, lang=lang)), "A sentence.", "figure"),
+         Export(change, *axes(change), t("heads.pairs.export", lang), "A sentence."))  # the file name: the default
+    delta = np.array([[0.1, np.nan], [-0.2, 0.05]])
+    dmap = SimpleNamespace(labels=("the", "cat"), changed=(False, True), delta=delta, layer=2, head=3)
+    same(Export.of(spec_of(vh.delta_heatmap(dmap, lang=lang)), "A / B", "figure"),
+         Export(delta, ["the", "cat"], ["the", "cat"], f"B − A · {layer_head(2, 3, lang)}", "A / B"))
+    grid = SimpleNamespace(sentence_change=change ** 2, token_change=change, mode="zero")
+    same(Export.of(spec_of(vh.effect_grid(grid, chosen=[(0, 1)], lang=lang)), "s", "head-effects"),
+         Export(grid.sentence_change, *axes(grid.sentence_change), t("heads.surgery.effect", lang), "s", "head-effects"))
+
+
+@pytest.mark.parametrize("colorscale,masked", [("RdBu_r", False), ("Viridis", True)])
+def test_stage_figures_export_as_step_by_step_and_the_tour_did(colorscale, masked):
+    from viz.steps import Stage, stage_figure
+
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    stage = Stage("scores", "Q Kᵀ", m, ["a", "<b>"], ["x", "y", "z"], "2 × 3", "", "", colorscale=colorscale,
+                  masked=np.triu(np.ones((2, 3), dtype=bool), 1) if masked else None, xlabel="key", ylabel="")
+    spec = spec_of(stage_figure(stage, lang="ko"))
+    title = "minilm · Encoder · Layer 0 · Head 1"  # ui/steps_page.py draw_stage before (and ui/tour.py _stage_chart)
+    old = Export(stage.matrix, stage.rows, stage.cols, f"{title} · {stage.title} ({stage.shape})", "I am", "f",
+                 heatmap=dict(masked=stage.masked, cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+                              xlabel=stage.xlabel, ylabel=stage.ylabel))
+    new = Export.of(spec, "I am", "f", context=title)
+    same(new, old)
+    assert new.heatmap["ylabel"] == ""  # an empty axis title stays empty (not the default key / query)
+    assert Export.of(spec, "I am", "f").title == "Q Kᵀ (2 × 3)"  # no context: the builder's title alone
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_generation_grids_export_as_the_generation_tab_did(lang):
+    from analysis import cause
+    from i18n import t
+
+    m = cause.kv_map(6, 2)  # (H, G)
+    same(Export.of(spec_of(vc.kv_groups(m, lang=lang)), "", "kv-groups"),
+         Export(m, [t("ex.head_n", lang, i=h) for h in range(6)], [t("cause.gen.kv_n", lang, g=g) for g in range(2)],
+                t("cause.gen.groups_title", lang, h=6, g=2), filename="kv-groups"))
+    by_layer = np.random.default_rng(2).uniform(size=(3, 5))
+    same(Export.of(spec_of(vc.sink(by_layer, lang=lang, step=2)), "Hi", "sink-by-step"),
+         Export(by_layer, [t("ex.layer_n", lang, i=i) for i in range(3)], [str(i) for i in range(5)],
+                t("cause.gen.sink_title", lang), "Hi", "sink-by-step"))

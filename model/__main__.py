@@ -132,4 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .alloc import return_freed_memory
+
+    return_freed_memory()  # large freed buffers back to the system, as `make run` has them (model/alloc.py)
     sys.exit(main())

@@ -50,8 +50,8 @@ def main() -> int:
             runs.setdefault((label, "smollm2 warm"), []).append(peak_kib("smollm2-135m", text, None))
             with tempfile.TemporaryDirectory() as cache:
                 runs.setdefault((label, "smollm2 cold"), []).append(peak_kib("smollm2-135m", text, cache))
-    print(f"| text | MiniLM peak (MiB) | SmolLM2 warm: peak / over MiniLM (MiB; MB) | SmolLM2 cold: peak / over MiniLM "
-          f"(MiB; MB) |\n|---|---|---|---|   (medians of {args.rounds}; load {os.getloadavg()[0]:.1f})")
+    print(f"medians of {args.rounds} rounds; load {os.getloadavg()[0]:.1f}\n\n| text | MiniLM peak (MiB) | SmolLM2 warm: "
+          "peak / over MiniLM (MiB; MB) | SmolLM2 cold: peak / over MiniLM (MiB; MB) |\n|---|---|---|---|")
     for label in ("short", "512 tokens"):
         base = statistics.median(runs[(label, "minilm-l6")]) / 1024
         cells = []

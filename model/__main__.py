@@ -132,4 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .alloc import return_freed_memory
+
+    return_freed_memory()  # large freed buffers back to the system, as `make run` has them (model/alloc.py)
+    code = main()
+    from .dequant_cache import join
+
+    join()  # a first load's cache file finished, not cut off by the exit (a daemon writer killed inside safetensors'
+    # native code can abort the process: exit -6 seen once in bench/cli_memory.py's cold runs)
+    sys.exit(code)

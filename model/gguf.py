@@ -17,6 +17,7 @@ lies outside the file, each a WeightsError that names the file and what is wrong
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from gguf.quants import dequantize
 if TYPE_CHECKING:
     pass
 
+from .dequant_rows import by_chunks, q8_0
 from .errors import WeightsError
 from .weights import Fn, map_file, renamed
 
@@ -201,15 +203,30 @@ class GGUFFile:
         rows = raw.reshape(-1, t.shape[-1] // block * type_size)
         kind = getattr(quants, t.qtype.name, None)  # gguf's class for the type (Q4_1, Q8_0, ...)
         if t.qtype == GGMLQuantizationType.Q8_0:
-            out = _q8_0(rows).reshape(t.shape)
+            out = by_chunks(rows, q8_0, t.shape)
         elif t.qtype.name not in ("F32", "F16") and hasattr(kind, "dequantize_rows"):
-            out = kind.dequantize_rows(rows).reshape(t.shape)  # the whole tensor in one call (dequantize() goes
-            # 16 rows at a time: 2.8 of SmolLM2's 4.4 s of loading on a busy machine)
+            out = by_chunks(rows, kind.dequantize_rows, t.shape)  # whole rows per call (dequantize() goes 16
+            # rows at a time: 2.8 of SmolLM2's 4.4 s of loading on a busy machine)
         else:
             out = dequantize(rows, t.qtype).reshape(t.shape)
         if out.dtype != np.float32 or np.may_share_memory(out, raw):  # F32 comes back as a view of the file
             out = out.astype(np.float32, copy=True)
+        del raw, rows
+        self._release(t.offset, t.nbytes)
         return out
+
+    def _release(self, start: int, nbytes: int) -> None:
+        """Drop the pages of a tensor read once from this process's memory (they stay in the page cache, and the
+        map stays valid: a later read faults them in again): SmolLM2's 98 MB file no longer adds to the peak of a
+        first load, when every tensor is dequantised. Only whole pages inside the tensor (a neighbour may be read
+        by the other worker)."""
+        first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+        end = (start + nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > first and hasattr(self._map, "madvise"):
+            try:
+                self._map.madvise(mmap.MADV_DONTNEED, first, end - first)
+            except (OSError, ValueError, AttributeError):  # a platform without it: the pages stay, nothing else
+                pass
 
     def has(self, name: str) -> bool:
         return name in self.tensors
@@ -245,19 +262,6 @@ class GGUFFile:
             self._map.close()
         except BufferError:  # a view of it is still alive somewhere: the garbage collector closes it later
             pass
-
-
-def _q8_0(rows: np.ndarray) -> np.ndarray:
-    """Q8_0 blocks (a float16 scale d, then 32 int8 values q) -> float32 d * q: the numbers of gguf.quants.Q8_0 (one
-    float32 product each), computed by torch, 5x faster on one core (Gemma 3 270M's token table alone: 0.85 s instead
-    of 4.5 s)."""
-    import warnings
-
-    with warnings.catch_warnings():  # the map is read-only, and nothing here writes to it
-        warnings.simplefilter("ignore", UserWarning)
-        blocks = torch.from_numpy(rows).reshape(-1, GGML_QUANT_SIZES[GGMLQuantizationType.Q8_0][1])  # (n, 34)
-    d = blocks[:, :2].contiguous().view(torch.float16).float()  # (n, 1)
-    return (blocks[:, 2:].view(torch.int8).float() * d).numpy()  # (n, 32)
 
 
 # ---- llama-family models from a GGUF file --------------------------------------------------------------------------

@@ -11,6 +11,98 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HEADLIGHT_TORCH_THREADS", "1")
 
 
+# ---- how pytest-xdist shares the suite between its workers (make test: -n auto --dist loadfile) ---------------------
+# A work unit is a test file (its module fixtures, a server or a browser, start once), with two exceptions. Tests of
+# several files that share an expensive session fixture form one unit, so one worker builds it once:
+SHARED = {
+    "tests/test_cause.py::test_smollm2_generation_dla_and_patching_against_transformers": "smollm2_reference",
+    "tests/test_llama.py::test_smollm2_against_transformers_on_the_installed_gguf": "smollm2_reference",
+}
+# Files without module fixtures whose tests are long: each test is a unit of its own, so they spread.
+SPREAD = ("tests/test_fuzz.py", "tests/test_seq2seq.py", "tests/test_trace_cli.py")
+# The longest units go out first (measured with --durations, 2026-11-27), the rest by xdist's default order (most
+# tests first): a long file handed out last would leave one worker running it alone while the other waits.
+HEAVY_FIRST = (
+    "tests/test_fuzz.py::test_long_inputs_are_truncated_not_crashed[smollm2-135m]",
+    "smollm2_reference",
+    "tests/test_browser_class.py",
+    "tests/test_browser.py",
+    "tests/test_fuzz.py::test_trace_with_full_greedy_decoding_never_crashes[smollm2-135m]",
+    "tests/test_browser_cause.py",
+    "tests/test_browser_deck.py",
+    "tests/test_browser_training.py",
+    "tests/test_class_load.py",
+    "tests/test_app_cause.py",
+    "tests/test_seq2seq.py::test_quality_on_everyday_sample",
+    "tests/test_fuzz.py::test_trace_never_crashes[bergamot-en-pt]",
+    "tests/test_fuzz.py::test_trace_never_crashes[seq2seq-tiny]",
+    "tests/test_app_labs.py",
+    "tests/test_share.py",
+    "tests/test_tour_models.py",
+    "tests/test_tour.py",
+    "tests/test_seq2seq.py::test_training_step_and_exact_resume",
+    "tests/test_browser_layout.py",
+    "tests/test_browser_tour.py",
+    "tests/test_hf_app.py",
+    "tests/test_training_lab.py",
+    "tests/test_fuzz.py::test_trace_never_crashes[bergamot-pt-en]",
+    "tests/test_cause.py",
+    "tests/test_llama.py",
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: SHARED's name, the test itself in a SPREAD file, else its file."""
+    if nodeid in SHARED:
+        return SHARED[nodeid]
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path in SPREAD else path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own: it answers first, plain loadfile
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile with the units of work_unit, handed out in the order of the collection (below)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Units(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order pytest_collection_modifyitems gives
+    return Units(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In an xdist worker (every worker collects the same order): HEAVY_FIRST's units first, then the units with the
+    most tests; a unit's tests keep their order. A run without xdist keeps pytest's order."""
+    if not hasattr(config, "workerinput"):
+        return
+    units = [work_unit(item.nodeid) for item in items]
+    count: dict[str, int] = {}
+    for u in units:
+        count[u] = count.get(u, 0) + 1
+
+    def rank(u: str) -> int:
+        return next((i for i, h in enumerate(HEAVY_FIRST) if u == h or u.startswith(h + "::")), len(HEAVY_FIRST))
+
+    order = sorted(range(len(items)), key=lambda i: (rank(units[i]), -count[units[i]], units[i], i))
+    items[:] = [items[i] for i in order]
+
+
+@pytest.fixture(scope="session")
+def smollm2_reference():
+    """(model, tokenizer): transformers' own reading of the installed SmolLM2 GGUF (tests/gguf_support.py), shared
+    read-only by the parity tests that need it. transformers parses the file's metadata in Python three times (config,
+    weights, tokenizer): about a minute of CPU, so once per worker."""
+    from gguf_support import reference_from_gguf
+
+    from model.loaders import smollm2_path
+
+    return reference_from_gguf(smollm2_path())
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
     import torch

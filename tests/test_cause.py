@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from cause_reference import dla, patch_head, patch_residual
-from gguf_support import make_llama, reference_from_gguf
+from gguf_support import make_llama
 from hf_support import make_gpt2
 
 from model.cause.attribution import attribute
@@ -195,15 +195,14 @@ EIFFEL, COLOSSEUM = "The Eiffel Tower is located in the city of", "The Colosseum
 
 
 @pytest.fixture(scope="module")
-def smollm2():
+def smollm2(smollm2_reference):
     from model import load_model
-    from model.loaders import smollm2_path
 
-    ref, _ = reference_from_gguf(smollm2_path())
-    return load_model("smollm2-135m", "cpu"), ref
+    return load_model("smollm2-135m", "cpu"), smollm2_reference[0]
 
 
 @pytest.mark.slow
+# one unit of work with test_llama's SmolLM2 test (tests/conftest.py SHARED): one reading of the GGUF per worker
 def test_smollm2_generation_dla_and_patching_against_transformers(smollm2):
     ours, ref = smollm2
     g = generate(ours, "The capital of France is", 20)

@@ -80,7 +80,8 @@ def test_gguf_parity_with_transformers_reading_the_same_file(tmp_path, arch, qty
     parity(ours, ref)
 
 
-def test_smollm2_against_transformers_on_the_installed_gguf():
+# one unit of work with test_cause's SmolLM2 test (tests/conftest.py SHARED): one reading of the GGUF per worker
+def test_smollm2_against_transformers_on_the_installed_gguf(smollm2_reference):
     """SmolLM2-135M-Instruct: the registry's model against transformers reading the same file."""
     from model import load_model
     from model.loaders import SMOLLM2_FILE, smollm2_path
@@ -91,7 +92,7 @@ def test_smollm2_against_transformers_on_the_installed_gguf():
     c = ours.config
     assert (c.n_decoder_layers, c.d_model, c.n_heads, c.kv_heads, c.d_ff, c.rope_theta) == (30, 576, 9, 3, 1536,
                                                                                               100000.0)
-    ref, ref_tok = reference_from_gguf(path)
+    ref, ref_tok = smollm2_reference  # transformers reading the same file (tests/conftest.py)
     for text in [*TEXTS, "<|im_start|>user\nhi<|im_end|>", "日本語のテキスト"]:
         assert ours.tokenizer.encode(text).ids == ref_tok(text)["input_ids"], text
     nxt = ours.next_token_distribution("The capital of France is", top_k=3)

@@ -31,6 +31,11 @@ def test_translator_link_draws_translation_and_alignment(app_url, shot_dir, lang
         assert main.get_by_text("O acordo sobre o Espaço Económico Europeu foi assinado em Agosto de 1992.").first \
             .is_visible()
         assert main.get_by_text(translation_label, exact=True).first.is_visible()
+        words = ["Europeu", "European", "Espaço", "Area"]  # the alignment's axes: wait until plotly has drawn them
+        page.wait_for_function("""(words) => {
+          const seen = new Set([...document.querySelectorAll('[data-testid="stPlotlyChart"] text')].map(e => e.textContent));
+          return words.every(w => seen.has(w));
+        }""", arg=words, timeout=30_000)
         ticks = page.locator('[data-testid="stPlotlyChart"] text').evaluate_all("els => els.map(e => e.textContent)")
         assert "Europeu" in ticks and "European" in ticks and "Espaço" in ticks and "Area" in ticks
         assert page.evaluate("() => document.documentElement.lang") == lang

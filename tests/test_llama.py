@@ -22,6 +22,19 @@ TEXTS = [TEXT, "the cat sat on the mat", "  two  spaces\tand a tab\n", "numbers 
          "철수는 영희에게 책을 빌려주었다.", "emoji 🍕🔥 and ünïcödé", "def f(x):\n    return x ** 2\n"]
 
 
+def until_eos(steps, ref) -> list[int]:
+    """Our greedy ids up to and including the first end-of-sequence id of transformers' generation config: transformers
+    stops there, ours goes on (the page shows what follows)."""
+    eos = ref.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    out = []
+    for s in steps:
+        out.append(s.choice.id)
+        if s.choice.id in eos:
+            break
+    return out
+
+
 def parity(ours, ref, text: str = TEXT, n_new: int = 6) -> None:
     tr = ours.trace(text, intermediates=True)
     ids = torch.tensor([tr.source_ids])
@@ -39,14 +52,7 @@ def parity(ours, ref, text: str = TEXT, n_new: int = 6) -> None:
     with torch.no_grad():
         gen = ref.generate(ids, max_new_tokens=n_new, do_sample=False, num_beams=1, pad_token_id=0,
                            attention_mask=torch.ones_like(ids))
-    eos = ref.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-    ours_ids = []
-    for s in steps:  # transformers stops after an end-of-sequence id; ours goes on (the page shows what follows)
-        ours_ids.append(s.choice.id)
-        if s.choice.id in eos:
-            break
-    assert ours_ids == gen[0, ids.shape[1]:].tolist()
+    assert until_eos(steps, ref) == gen[0, ids.shape[1]:].tolist()
 
 
 @pytest.mark.parametrize("arch,overrides", [
@@ -108,14 +114,7 @@ def test_smollm2_against_transformers_on_the_installed_gguf(smollm2_reference):
     steps = ours.greedy_continue(TEXT, n_new=20)
     with torch.no_grad():
         gen = ref.generate(ids, max_new_tokens=20, do_sample=False, num_beams=1, attention_mask=torch.ones_like(ids))
-    eos = ref.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-    ours_ids = []
-    for s in steps:  # transformers stops after an end-of-sequence id; ours goes on (the page shows what follows)
-        ours_ids.append(s.choice.id)
-        if s.choice.id in eos:
-            break
-    assert ours_ids == gen[0, ids.shape[1]:].tolist()
+    assert until_eos(steps, ref) == gen[0, ids.shape[1]:].tolist()
 
 
 # ---- bad files ------------------------------------------------------------------------------------------------------

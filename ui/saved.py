@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from .shortlinks import state_dir
+from .shortlinks import state_dir, write_atomic
 
 KINDS = ("patching",)
 MAX_BYTES = 512 * 1024
@@ -37,15 +35,7 @@ def put(kind: str, key: tuple, payload: str) -> None:
     data = json.dumps({"key": text, "payload": payload}, ensure_ascii=False).encode("utf-8")
     if len(data) > MAX_BYTES:
         raise ValueError(f"payload of {len(data):,} bytes is over the {MAX_BYTES:,}-byte limit")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def get(kind: str, key: tuple) -> str | None:

@@ -63,15 +63,7 @@ def put(kind: str, payload: str) -> str:
     path = _path(kind, sid)
     if path.is_file():
         return sid
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
     return sid
 
 
@@ -90,3 +82,17 @@ def get(kind: str, sid: str) -> str | None:
     except UnicodeDecodeError:
         return None
     return payload if link_id(kind, payload) == sid else None  # a file changed by hand is not served
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all (a temporary file in the same folder, then os.replace): another
+    process reading it never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

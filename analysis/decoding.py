@@ -88,12 +88,12 @@ def _source(loaded, text: str, task: str | None):
     return loaded.encode(text, task=task) if task is not None else loaded.encode(text)
 
 
-def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
+def _forward(loaded, enc, dec_in: list[int], edits: tuple = ()) -> dict:
     """One recorded forward over the decoder inputs (T,): attention maps (or an SSRU's forget gates), top-k and the
     argmax of every row."""
     with torch.inference_mode():
         out = loaded.module(torch.tensor([enc.ids], device=loaded.device),
-                            torch.tensor([dec_in], device=loaded.device), ablations=ablations)
+                            torch.tensor([dec_in], device=loaded.device), edits=edits)
         logits = out.logits[0].float()  # (T, V)
         top_l, top_i = logits.topk(min(TOP_K, logits.shape[-1]), dim=-1)  # (T, k): the softmax keeps the order
         top_p = (top_l - logits.logsumexp(-1, keepdim=True)).exp()  # their probabilities, no (T, V) softmax
@@ -106,12 +106,12 @@ def _forward(loaded, enc, dec_in: list[int], ablations=None) -> dict:
 
 
 def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mode: str, expected: list[str],
-         ablations=None, fwd: dict | None = None, *, output_ids: list[int] | None = None,
+         edits: tuple = (), fwd: dict | None = None, *, output_ids: list[int] | None = None,
          shortlist: bool = False) -> DecodingRun:
     """Step t is row t-1 of every matrix of one forward over the decoder inputs (T,). shortlist: the decoder chose
     within the model's shortlist (each step's top tokens are marked with whether it allows them)."""
     tok = loaded.token_texts
-    fwd = fwd or _forward(loaded, enc, dec_in, ablations)
+    fwd = fwd or _forward(loaded, enc, dec_in, edits)
     self_att, cross, top_p, top_i = fwd["self"], fwd["cross"], fwd["top_p"], fwd["top_i"]
     allowed = loaded.allowed_tokens(enc.ids) if shortlist else None  # (V,) bool
     steps = tuple(Step(inputs=tok(dec_in[: t + 1]),
@@ -126,7 +126,7 @@ def _run(loaded, enc, dec_in: list[int], chosen: list[str], task: str | None, mo
 
 
 def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None = None, *,
-               ablations=None, full_vocab: bool = False) -> DecodingRun:
+               edits: tuple = (), full_vocab: bool = False) -> DecodingRun:
     """Greedy decoding with the model's own loop and step limit, then every step read from one recorded pass.
     task: seq2seq-tiny's task (its expected answer is kept); None for a model without tasks.
 
@@ -141,11 +141,11 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
     enc = _source(loaded, text, task)
     tok = loaded.token_texts
     expected = expected_tokens(loaded, enc, task) if task is not None else []
-    kw = {"ablations": ablations} if ablations else {}
+    kw = {"edits": edits} if edits else {}
     if task is not None:
         draft = [*apply_task(task, enc.ids[1:-1]), loaded.eos_id]  # (k,) the answer, <eos> last
         dec_in = [loaded.bos_id, *draft[:-1]]
-        fwd = _forward(loaded, enc, dec_in, ablations)
+        fwd = _forward(loaded, enc, dec_in, edits)
         pred = fwd["argmax"]
         agreed = next((t for t, (p, d) in enumerate(zip(pred, draft)) if p != d), len(draft))
         if (agreed == len(draft) and loaded.eos_id not in draft[:-1]
@@ -157,7 +157,7 @@ def greedy_run(loaded, text: str, task: str | None = None, max_steps: int | None
         kw["full_vocab"] = True
     ys = loaded.decode_ids(enc.ids, max_steps, **kw)  # [bos, y1, ..., (eos)]
     dec_in = ys[:-1]
-    return _run(loaded, enc, dec_in, tok(ys[1:]), task, "greedy", expected, ablations,
+    return _run(loaded, enc, dec_in, tok(ys[1:]), task, "greedy", expected, edits,
                 output_ids=ys[1:], shortlist=shortlist)
 
 

@@ -33,8 +33,6 @@ from torch import nn
 from .config import TransformerConfig
 from .norms import make_norm
 
-ABLATION_MODES = ("zero", "mean", "keep")
-
 
 @dataclass
 class AttentionStages:
@@ -95,29 +93,6 @@ def scaled_dot_product_attention(
         weights = F.dropout(weights, dropout, training=True)
     output = weights @ v  # (b, h, n, k)
     return AttentionStages(scaled, masked, weights, output, scalar)
-
-
-@dataclass(frozen=True)
-class HeadAblation:
-    """Head surgery on one attention sublayer, applied to the per-head outputs Z_i before Concat and W_O:
-    ``zero`` sets the chosen heads' Z_i to 0, ``mean`` replaces each by its mean over positions, ``keep`` zeroes
-    every head but the chosen ones. W_O's bias b_O is untouched."""
-
-    heads: tuple[int, ...]
-    mode: str = "zero"
-
-    def __post_init__(self) -> None:
-        if self.mode not in ABLATION_MODES:
-            raise ValueError(f"unknown ablation {self.mode!r}; use one of {ABLATION_MODES}")
-
-    def __call__(self, z: torch.Tensor) -> torch.Tensor:
-        """z (b, h, n, k) -> (b, h, n, k)"""
-        chosen = torch.zeros(z.shape[1], dtype=torch.bool, device=z.device)
-        chosen[list(self.heads)] = True
-        if self.mode == "keep":
-            chosen = ~chosen
-        replacement = z.mean(dim=2, keepdim=True).expand_as(z) if self.mode == "mean" else torch.zeros_like(z)
-        return torch.where(chosen[None, :, None, None], replacement, z)
 
 
 @dataclass
@@ -202,7 +177,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,  # bool, broadcasts to (b, h, n, m)
         *,
         record: bool = False,
-        ablation: HeadAblation | None = None,
+        ablation=None,
         mask_bias: MaskBias | None = None,  # MaskBias.of(mask), made once by the stack
         cache: dict | None = None,
     ) -> AttentionResult:
@@ -242,7 +217,7 @@ class MultiHeadAttention(nn.Module):
         k, v = self.shared(k), self.shared(v)  # (b, h, m, k)
         stages = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0, mask_bias,
                                               self.scalar)
-        # ablation: a HeadAblation, or any callable z -> z (model/run.py HeadEdits: zero, mean or set one head's Z_i)
+        # ablation: any callable z -> z (model/run.py HeadEdits: zero, mean or set one head's Z_i)
         heads = stages.output if ablation is None else ablation(stages.output)  # (b, h, n, k)
         z = heads.transpose(1, 2).flatten(2)  # (b, n, h*k): Concat(head_1..head_h)
         output = self.out_proj(z)  # (b, n, d): Concat(...) W_O + b_O

@@ -175,13 +175,13 @@ class BergamotModel(Seq2SeqModel):
         """(V,) bool: the shortlist's candidate output pieces for this source."""
         return self.shortlist.allowed(src_ids)
 
-    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *, ablations: dict | None = None,
+    def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *, edits: tuple = (),
                    draft: list[int] | None = None, full_vocab: bool = False) -> list[int]:
         """Greedy decoding within the shortlist (full_vocab: over every piece): [</s>, y_1, ..., (</s>)]."""
         allowed = None if full_vocab else torch.from_numpy(self.allowed_tokens(src_ids))
         limit = self.step_limit(src_ids, max_new_tokens)
         with torch.inference_mode():
-            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations,
+            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, edits=edits,
                                            draft=draft, allowed=allowed,
                                            generator_t=self.generator_t if allowed is None else None)
         return ys[0].tolist()

@@ -30,12 +30,12 @@ import torch
 from torch import nn
 
 from .activations import activation
-from .attention import HeadAblation, MaskBias, MultiHeadAttention, record_wanted
+from .attention import MaskBias, MultiHeadAttention, record_wanted
 from .config import TransformerConfig
 from .masks import sliding_window_mask
 from .norms import make_norm
 
-__all__ = ["FeedForward", "Layer", "Stack", "StackOutput", "make_norm", "stack_ablations"]
+__all__ = ["FeedForward", "Layer", "Stack", "StackOutput", "make_norm"]
 
 
 class FeedForward(nn.Module):
@@ -167,7 +167,7 @@ class Layer(nn.Module):
         return y
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record=False,
-                ablation: dict[str, HeadAblation] | None = None, biases: tuple | None = None,
+                ablation: dict | None = None, biases: tuple | None = None,
                 cache: dict | None = None):
         """x (b, n, d), memory (b, m, d) for cross-attention -> (x (b, n, d), {"self": AttentionResult,
         "cross"?: ..., "ffn": the Feed Forward's output, "layer": the record when recording}). biases: (MaskBias.of(mask), MaskBias.of(memory_mask)),
@@ -242,15 +242,14 @@ class Stack(nn.Module):
         return band if mask is None else mask & band
 
     def forward(self, x, mask=None, memory=None, memory_mask=None, *, record: bool | set[int] = False,
-                hidden: bool = False, ablations: dict[int, dict[str, HeadAblation]] | None = None,
-                upto: int | None = None, cache: list[dict] | None = None, plan=None) -> StackOutput:
+                hidden: bool = False, upto: int | None = None, cache: list[dict] | None = None, plan=None) -> StackOutput:
         """record: every stage of True (every layer), a set of layer indices, or False. hidden: keep each layer's
         input and the output (L+1 hidden states); they are kept too whenever anything is recorded.
-        ablations: {layer: {"self" | "cross": HeadAblation}}. upto: stop after that layer (a layer's record needs
+        upto: stop after that layer (a layer's record needs
         only the layers below it; the output is then that layer's, and `final` is None). cache: one dict per layer
         (incremental decoding: x holds only the new positions; see Transformer.greedy_decode).
         plan: a model.run.StackPlan, one run request's edits and what to keep (model/run.py): its Residual edits
-        set the stream entering a layer, its head edits join `ablations`, a Resume begins at its layer with `x` as
+        set the stream entering a layer, its head edits change the per-head outputs Z_i, a Resume begins at its layer with `x` as
         that layer's input (the layers below are not run)."""
         start = 0 if plan is None else plan.start
         local = self.local_mask(mask, x.shape[1], x.device)
@@ -264,10 +263,10 @@ class Stack(nn.Module):
         for i, layer in enumerate(self.layers[start:] if upto is None else self.layers[start: upto + 1], start):
             want = record_wanted(record, i)
             lm, lb = (local, local_biases) if layer.local and local is not None else (mask, biases)
-            ablation = (ablations or {}).get(i)
+            ablation = None
             if plan is not None:
                 x = plan.before(i, x)
-                ablation = plan.ablation(i, ablation)
+                ablation = plan.ablation(i)
             x_in = x
             x, attn = layer(x, lm, memory, memory_mask, record=want, ablation=ablation,
                             biases=lb, **({} if cache is None else {"cache": cache[i]}))
@@ -289,17 +288,3 @@ class Stack(nn.Module):
         if upto is None:
             out.final = x if self.final_norm is None else self.final_norm(x)
         return out
-
-
-def stack_ablations(ablations, kinds: dict[str, str], n_layers: int) -> dict[int, dict[str, HeadAblation]]:
-    """{(block, layer): HeadAblation} -> {layer: {kind: HeadAblation}} for one stack, where `kinds` maps the stack's
-    attention kinds to block names (encoder: {"self": "encoder"}; decoder: {"self": "decoder_self",
-    "cross": "cross"}). Raises ValueError on a layer out of range."""
-    out: dict[int, dict[str, HeadAblation]] = {}
-    for (block, layer), abl in (ablations or {}).items():
-        for kind, name in kinds.items():
-            if block == name:
-                if not 0 <= layer < n_layers:
-                    raise ValueError(f"layer {layer} out of range 0..{n_layers - 1} for {block}")
-                out.setdefault(layer, {})[kind] = abl
-    return out

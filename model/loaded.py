@@ -24,7 +24,7 @@ from .abilities import Abilities, declared, of_config
 from .blocks import Block
 from .config import TransformerConfig
 from .errors import InputError
-from .run import Record, Run
+from .run import Record, Run, plans_for
 from .token_ops import TokenOps
 from .tokenizer import Encoded, TextTokenizer, check_text
 from .trace import AttentionTrace
@@ -206,13 +206,13 @@ class EncoderModel(LoadedModel):
 
 
     def trace(self, text: str, *, pair: str | None = None, intermediates: bool = False,
-              ablations: dict | None = None) -> AttentionTrace:
-        """ablations: {("encoder", layer): model.attention.HeadAblation}, applied inside the forward."""
+              edits: tuple = ()) -> AttentionTrace:
+        """edits: a run request's edits (model/run.py, e.g. run.ablate's head surgery) inside the forward."""
         check_text(text)
         enc = self.tokenizer.encode(text, pair)
         with torch.inference_mode():
             out = self.module.encode(self._ids(enc.ids), self._ids(enc.type_ids), hidden=intermediates,
-                                     ablations=ablations)
+                                     plan=plans_for(self.module, edits)["encoder"] if edits else None)
         return self._trace_row(text, enc, out, 0, intermediates, pair, release=True)
 
     def trace_many(self, texts: list[str], *, intermediates: bool = False) -> list[AttentionTrace]:
@@ -303,23 +303,23 @@ class DecoderOnlyModel(LoadedModel):
         return self._top(out.logits[0, -1], top_k)
 
     def greedy_continue(self, text: str, n_new: int = 8, top_k: int = 5, *,
-                        ablations: dict | None = None, prefix: tuple[int, ...] = ()) -> list[Step]:
+                        edits: tuple = (), prefix: tuple[int, ...] = ()) -> list[Step]:
         """Append the argmax token n_new times (never past the model's positions); each step lists its top_k.
-        ablations: {("decoder_self", layer): HeadAblation}, applied inside every step's forward. prefix: token ids
+        edits: a run request's edits (model/run.py), applied inside every step's forward. prefix: token ids
         already chosen after the text (earlier steps), so that a continuation can grow one step at a time."""
         ids = [*self.encode_prompt(text).ids, *prefix]
         steps = []
         for _ in range(max(0, min(n_new, self.config.max_positions - len(ids)))):
-            top = self._top(self.forward_ids(ids, last_only=True, ablations=ablations).logits[0, -1], top_k)
+            top = self._top(self.forward_ids(ids, last_only=True, edits=edits).logits[0, -1], top_k)
             steps.append(Step(len(ids), top[0], top))
             ids = [*ids, top[0].id]
         return steps
 
-    def trace(self, text: str, *, intermediates: bool = False, ablations: dict | None = None,
+    def trace(self, text: str, *, intermediates: bool = False, edits: tuple = (),
               top_k: int = 5, **kw) -> AttentionTrace:
-        """ablations: {("decoder_self", layer): HeadAblation}, applied inside the forward."""
+        """edits: a run request's edits (model/run.py), applied inside the forward."""
         enc = self.encode_prompt(text)
-        out = self.forward_ids(enc.ids, hidden=intermediates, ablations=ablations, last_only=True)
+        out = self.forward_ids(enc.ids, hidden=intermediates, edits=edits, last_only=True)
         n = len(enc.ids)
         nxt = self._top(out.logits[0, -1], top_k)
         dec = out.decoder
@@ -373,17 +373,17 @@ class Seq2SeqModel(LoadedModel):
         return self.tokenizer.decode(ids[:-1] if ids[-1:] == [self.eos_id] else ids)
 
     def decode_ids(self, src_ids: list[int], max_new_tokens: int | None = None, *,
-                   ablations: dict | None = None, draft: list[int] | None = None) -> list[int]:
+                   edits: tuple = (), draft: list[int] | None = None) -> list[int]:
         """Greedy decoding: [bos, y1, ..., (eos)]. draft: a guess of the output that can only make it faster
         (Transformer.greedy_decode)."""
         limit = self.step_limit(src_ids, max_new_tokens)
         with torch.inference_mode():
-            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, ablations=ablations,
+            ys = self.module.greedy_decode(self._ids(src_ids), self.bos_id, self.eos_id, limit, edits=edits,
                                            draft=draft, generator_t=self.generator_t)
         return ys[0].tolist()
 
     def trace(self, text: str, *, intermediates: bool = False, target: str | None = None,
-              max_new_tokens: int | None = None, ablations: dict | None = None, full_vocab: bool = False,
+              max_new_tokens: int | None = None, edits: tuple = (), full_vocab: bool = False,
               **kw) -> AttentionTrace:
         """Greedy-decode the text (or teacher-force `target`), then record every
         attention of the decoder input sequence [<bos>, y1, ..., y_{T-1}] in one
@@ -395,12 +395,12 @@ class Seq2SeqModel(LoadedModel):
             tgt = self.tokenizer.encode(target, add_special_tokens=False)
             ys = [self.bos_id, *tgt.ids, self.eos_id][: self.config.max_positions]
         else:
-            ys = self.decode_ids(enc.ids, max_new_tokens, ablations=ablations,
+            ys = self.decode_ids(enc.ids, max_new_tokens, edits=edits,
                                  **({"full_vocab": True} if full_vocab else {}))
         generated = ys[1:]
         dec_in = ys[:-1] if ys[-1] == self.eos_id and len(ys) > 1 else ys  # decoder inputs (T,)
         with torch.inference_mode():
-            out = self.module(self._ids(enc.ids), self._ids(dec_in), hidden=intermediates, ablations=ablations)
+            out = self.module(self._ids(enc.ids), self._ids(dec_in), hidden=intermediates, edits=edits)
             logits = out.logits[0].float().log_softmax(-1)  # (T, V)
         tok = self.tokenizer.id_to_token
         specials = {self.bos_id, self.eos_id, self.config.pad_id}

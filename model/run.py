@@ -9,13 +9,13 @@
 It is the issue "One way in, one way through" (item 3): one request, typed per-layer records, the interventions
 and the cache part of the request, nothing stored on a module. The request is carried out by the model's own forward
 (Transformer.encode / decode and model/layers.py Stack): `compile` turns it into one StackPlan per stack, which the
-stack reads layer by layer; there is no second forward path. The older keyword arguments of encode / decode
-(`record`, `hidden`, `ablations`, `upto`, `cache`) still work and may be given beside a plan.
+stack reads layer by layer; there is no second forward path. The keyword arguments of encode / decode (`record`,
+`hidden`, `upto`, `cache`) may be given beside a plan; head edits reach the forward only as a plan.
 
 The edits (frozen; several may be given, applied in order):
 
 - HeadOutput(layer, head, op, value, positions, rows, block): one head's output Z_i (b, h, n, k), before Concat and
-  W_O (the place HeadAblation works): "zero" it, replace it by its "mean" over the positions, or "set" it to
+  W_O: "zero" it, replace it by its "mean" over the positions, or "set" it to
   `value` (activation patching: Z_i of another run). positions: which query positions (None: all of them); rows:
   which batch rows (None: all), so that one batch can carry a different patch in each row.
 - Residual(layer, value, positions, rows, block): set the residual stream entering `layer` (resid_pre; layer =
@@ -85,7 +85,7 @@ class HeadOutput:
         p = _index(self.positions, n, z.device)[None, :]  # (1, p)
         if self.op == "zero":
             z[r, self.head, p] = 0.0
-        elif self.op == "mean":  # each row's mean over all its positions, as HeadAblation's "mean"
+        elif self.op == "mean":  # each row's mean over all its positions
             z[r, self.head, p] = z[r[:, 0], self.head].mean(dim=1)[:, None, :]
         else:
             z[r, self.head, p] = self.value.to(z)  # (p, k) or (r, p, k), broadcast over (r, p)
@@ -120,6 +120,22 @@ class Resume:
 
 
 Edit = HeadOutput | Residual | Resume
+ABLATIONS = ("zero", "mean", "keep")
+
+
+def ablate(layer: int, heads, mode: str = "zero", *, n_heads: int | None = None, block: Block | None = None,
+           rows: tuple[int, ...] | None = None) -> tuple[HeadOutput, ...]:
+    """Head surgery on one attention sublayer as edits: "zero" the chosen heads' Z_i, replace each by its "mean"
+    over the positions, or "keep" only them (every other head of the layer zeroed: n_heads needed). W_O's bias b_O
+    is untouched. rows: the batch rows it applies to (None: all)."""
+    if mode not in ABLATIONS:
+        raise ValueError(f"unknown ablation {mode!r}; use one of {ABLATIONS}")
+    heads = sorted(set(heads))
+    if mode == "keep":
+        if n_heads is None:
+            raise ValueError("'keep' needs the layer's n_heads")
+        heads, mode = [h for h in range(n_heads) if h not in heads], "zero"
+    return tuple(HeadOutput(layer, h, mode, rows=rows, block=block) for h in heads)
 
 
 @dataclass(frozen=True)
@@ -189,15 +205,13 @@ class Record:
 
 # ---- a request, compiled per stack -------------------------------------------------------------------------------
 class HeadEdits:
-    """Every head edit of one attention sublayer as the one callable z -> z that the attention applies where it
-    applies an ablation (model/attention.py: `ablation(stages.output)`); an older HeadAblation runs first."""
+    """Every head edit of one attention sublayer as the one callable z -> z that the attention applies to the
+    per-head outputs (model/attention.py: `ablation(stages.output)`)."""
 
-    def __init__(self, edits: tuple[HeadOutput, ...], before=None):
-        self.edits, self.before = edits, before
+    def __init__(self, edits: tuple[HeadOutput, ...]):
+        self.edits = edits
 
     def __call__(self, z: torch.Tensor) -> torch.Tensor:
-        if self.before is not None:
-            z = self.before(z)
         z = z.clone()
         for e in self.edits:
             e.apply(z)
@@ -223,15 +237,10 @@ class StackPlan:
             x = e.apply(x)
         return x
 
-    def ablation(self, layer: int, legacy: dict | None) -> dict | None:
-        """The layer's {"self" | "cross": callable} (the older HeadAblations first, then this plan's edits)."""
+    def ablation(self, layer: int) -> dict | None:
+        """The layer's {"self" | "cross": HeadEdits} (None: no head edit there)."""
         mine = self.heads.get(layer)
-        if not mine:
-            return legacy
-        out = dict(legacy or {})
-        for kind, edits in mine.items():
-            out[kind] = HeadEdits(edits, out.get(kind))
-        return out
+        return {kind: HeadEdits(edits) for kind, edits in mine.items()} if mine else None
 
     def layer_record(self, x: torch.Tensor, attn: dict) -> LayerRecord | None:
         """What to keep of one layer (x: what it read; attn: its sublayers' results, model/layers.py Layer)."""
@@ -280,6 +289,14 @@ def compile_plans(edits: tuple[Edit, ...], keep: Keep, main: str, n_layers: dict
         for stack in n_layers}
 
 
+def plans_for(module, edits: tuple[Edit, ...] = (), keep: Keep | None = None) -> dict[str, StackPlan]:
+    """A module's edits (and what to keep) compiled once per stack, {"encoder"?: StackPlan, "decoder"?: ...}."""
+    cfg = module.config
+    n_layers = {k: v for k, v in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)) if v}
+    main = "encoder" if module.encoder is not None else "decoder_self"
+    return compile_plans(tuple(edits), keep or Keep(), main, n_layers)
+
+
 def _ids(x, device) -> torch.Tensor | None:
     if x is None:
         return None
@@ -306,10 +323,7 @@ def execute(module, run: Run) -> Record:
     """Carry out `run` on a Transformer (model/transformer.py) through its one forward. Call under
     torch.inference_mode() (LoadedModel.run does)."""
     device = next(module.parameters()).device
-    cfg = module.config
-    n_layers = {k: v for k, v in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)) if v}
-    main = "encoder" if module.encoder is not None else "decoder_self"
-    plans = compile_plans(tuple(run.edits), run.keep, main, n_layers)
+    plans = plans_for(module, run.edits, run.keep)
     k = run.keep
     detail = k.detail if isinstance(k.detail, bool) else set(k.detail)
     ids, target = _ids(run.ids, device), _ids(run.target, device)

@@ -18,12 +18,9 @@ from torch import nn
 
 from .config import TransformerConfig
 from .embeddings import Embedding
-from .layers import Stack, StackOutput, stack_ablations
+from .layers import Stack, StackOutput
 from .masks import causal_mask, padding_mask
-from .run import Record, Run, execute
-
-ENCODER_BLOCKS = {"self": "encoder"}
-DECODER_BLOCKS = {"self": "decoder_self", "cross": "cross"}
+from .run import Record, Run, execute, plans_for
 
 
 @dataclass
@@ -92,11 +89,11 @@ class Transformer(nn.Module):
 
     # ---- the stacks -------------------------------------------------------------------------------------------
     def encode(self, src: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None, *,
-               record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
-               upto: int | None = None, plan=None) -> StackOutput:
+               record: bool | set[int] = False, hidden: bool = False, upto: int | None = None,
+               plan=None) -> StackOutput:
         """src (b, m) -> StackOutput with hidden (b, m, d) and mask (b, 1, 1, m) (None: nothing blocked).
         keep (b, m): which tokens are real (a padded batch); by default every pad id is padding when the config
-        says so (mask_pad). ablations: {("encoder", layer): HeadAblation} (other blocks are ignored here).
+        says so (mask_pad).
         plan: a run request's edits of this stack (model/run.py; `run` makes it)."""
         if keep is not None:
             mask = keep.bool()[:, None, None, :]
@@ -104,9 +101,8 @@ class Transformer(nn.Module):
             mask = padding_mask(src, self.config.pad_id)
         else:
             mask = None
-        abl = stack_ablations(ablations, ENCODER_BLOCKS, len(self.encoder.layers))
         return self.encoder(self._stack_input(plan, lambda: self.src_embed(src, type_ids)), mask, record=record,
-                            hidden=hidden, ablations=abl, upto=upto, plan=plan)
+                            hidden=hidden, upto=upto, plan=plan)
 
     @staticmethod
     def _stack_input(plan, embed):
@@ -114,12 +110,11 @@ class Transformer(nn.Module):
         return embed() if plan is None or plan.resume is None else plan.resume.hidden
 
     def decode(self, tgt: torch.Tensor, memory: StackOutput | None = None, keep: torch.Tensor | None = None, *,
-               record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
-               upto: int | None = None, cache: DecodeCache | None = None, plan=None) -> StackOutput:
+               record: bool | set[int] = False, hidden: bool = False, upto: int | None = None,
+               cache: DecodeCache | None = None, plan=None) -> StackOutput:
         """tgt (b, n), memory: the encoder's output (with its mask) -> StackOutput with hidden (b, n, d) and mask
         (b or 1, 1, n, n). keep (b, n): which target keys are real (a padded batch); by default every pad id is
-        padding when the config says so (mask_pad "both", the paper's model). ablations: {("decoder_self" |
-        "cross", layer): HeadAblation}. cache: incremental decoding, `tgt` holds only the new tokens, which follow
+        padding when the config says so (mask_pad "both", the paper's model). cache: incremental decoding, `tgt` holds only the new tokens, which follow
         the cache's (every earlier step's keys and values, or memory, are kept there; padding is not masked).
         plan: a run request's edits of this stack (model/run.py; `run` makes it)."""
         n = tgt.shape[1]
@@ -129,19 +124,16 @@ class Transformer(nn.Module):
             mask = torch.ones(n, start + n, dtype=torch.bool, device=tgt.device).tril(start)[None, None]
             mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
             out = self.decoder(self._stack_input(plan, lambda: self.tgt_embed(tgt, start=start)), mask, mem,
-                               mem_mask, record=record, hidden=hidden,
-                               ablations=stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers)),
-                               upto=upto, cache=cache.layers, plan=plan)
+                               mem_mask, record=record, hidden=hidden, upto=upto, cache=cache.layers, plan=plan)
             cache.start += n
             return out
         look_ahead = causal_mask(n, tgt.device)[None, None]  # (1, 1, n, n)
         if keep is None and self.config.mask_pad == "both":
             keep = tgt != self.config.pad_id
         mask = look_ahead if keep is None else keep.bool()[:, None, None, :] & look_ahead
-        abl = stack_ablations(ablations, DECODER_BLOCKS, len(self.decoder.layers))
         mem, mem_mask = (memory.hidden, memory.mask) if memory is not None else (None, None)
         return self.decoder(self._stack_input(plan, lambda: self.tgt_embed(tgt)), mask, mem, mem_mask,
-                            record=record, hidden=hidden, ablations=abl, upto=upto, plan=plan)
+                            record=record, hidden=hidden, upto=upto, plan=plan)
 
     def main_stack(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, keep: torch.Tensor | None = None,
                    **kw) -> StackOutput:
@@ -152,19 +144,21 @@ class Transformer(nn.Module):
 
     def forward(self, ids: torch.Tensor, target: torch.Tensor | None = None, *, type_ids: torch.Tensor | None = None,
                 keep: torch.Tensor | None = None, target_keep: torch.Tensor | None = None,
-                record: bool | set[int] = False, hidden: bool = False, ablations: dict | None = None,
+                record: bool | set[int] = False, hidden: bool = False, edits: tuple = (),
                 last_only: bool = False) -> Output:
         """ids (b, m): the source (encoder models) or the prompt (decoder-only). target (b, n): an encoder-decoder's
         shifted target (teacher forcing: starts with <bos>, all positions in one pass). last_only: logits of the last
-        position only, (b, 1, V) (the next token needs one row; the output matrix is a third of GPT-2's work)."""
-        kw = dict(record=record, hidden=hidden, ablations=ablations)
+        position only, (b, 1, V) (the next token needs one row; the output matrix is a third of GPT-2's work).
+        edits: a run request's edits (model/run.py), e.g. run.ablate(...)'s head surgery, inside this forward."""
+        kw = dict(record=record, hidden=hidden)
+        plans = plans_for(self, edits) if edits else {}
         enc = dec = None
         if self.encoder is not None:
-            enc = self.encode(ids, type_ids, keep, **kw)
+            enc = self.encode(ids, type_ids, keep, plan=plans.get("encoder"), **kw)
             if self.decoder is not None and target is not None:
-                dec = self.decode(target, enc, target_keep, **kw)
+                dec = self.decode(target, enc, target_keep, plan=plans.get("decoder"), **kw)
         else:
-            dec = self.decode(ids, None, keep, **kw)
+            dec = self.decode(ids, None, keep, plan=plans.get("decoder"), **kw)
         logits = None
         if dec is not None:
             logits = self.generator(dec.final[:, -1:] if last_only else dec.final)
@@ -213,7 +207,7 @@ class Transformer(nn.Module):
 
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, *,
-                      ablations: dict | None = None, draft: list[int] | None = None,
+                      edits: tuple = (), draft: list[int] | None = None,
                       allowed: torch.Tensor | None = None, generator_t: torch.Tensor | None = None) -> torch.Tensor:
         """The paper's inference: feed each output back in, one token at a time (batched).
 
@@ -228,21 +222,23 @@ class Transformer(nn.Module):
         pass instead of one per token.
 
         allowed (V,) bool: the only tokens it may choose (a lexical shortlist, as Marian's engines decode); None: any.
-        generator_t: the caller's copy of the output matrix, generator_t() (None: made once for this call)."""
+        generator_t: the caller's copy of the output matrix, generator_t() (None: made once for this call).
+        edits: a run request's edits (model/run.py) inside every step's forward."""
         choose = self._chooser(allowed, src.device, generator_t)
-        enc = self.encode(src, ablations=ablations)
+        plans = plans_for(self, edits) if edits else {}
+        enc = self.encode(src, plan=plans.get("encoder"))
         b = src.shape[0]
         ys = torch.full((b, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
         if draft and b == 1 and max_len > 0:
-            ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, ablations, choose)
+            ys, done = self._verify_draft(ys, enc, draft[:max_len], eos_id, plans.get("decoder"), choose)
         # each step feeds only the tokens not yet fed; the cache keeps every earlier position's keys and values (or
         # an SSRU's memory) and the cross-attention's projections of the encoder output
         cache = DecodeCache(len(self.decoder.layers))
         for _ in range(max_len - (ys.shape[1] - 1)):
             if done.all():
                 break
-            dec = self.decode(ys[:, cache.start:], enc, ablations=ablations, cache=cache)
+            dec = self.decode(ys[:, cache.start:], enc, cache=cache, plan=plans.get("decoder"))
             nxt = choose(dec.final[:, -1])  # (b,)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             ys = torch.cat([ys, nxt[:, None]], dim=1)
@@ -250,11 +246,11 @@ class Transformer(nn.Module):
         return ys
 
     def _verify_draft(self, ys: torch.Tensor, memory: StackOutput, draft: list[int], eos_id: int,
-                      ablations: dict | None, choose=None) -> tuple[torch.Tensor, torch.Tensor]:
+                      plan=None, choose=None) -> tuple[torch.Tensor, torch.Tensor]:
         """ys (1, 1) = [[bos]], draft (k,) -> (ys (1, 1 + j), done (1,)): the greedy tokens one pass can prove."""
         d = torch.tensor([draft], dtype=torch.long, device=ys.device)  # (1, k)
         x = torch.cat([ys, d[:, :-1]], dim=1)  # (1, k) = [bos, draft_1 .. draft_{k-1}]
-        dec = self.decode(x, memory, ablations=ablations)
+        dec = self.decode(x, memory, plan=plan)
         pred = (choose or self._chooser(None, ys.device))(dec.final[0])  # (k,): the greedy choice after each prefix
         miss = (pred != d[0]).nonzero()
         n = int(miss[0]) + 1 if len(miss) else len(draft)  # draft[:n-1] agreed; pred[n-1] is greedy's step n

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from analysis.decoding import greedy_run
-from model.attention import HeadAblation
 from model.data import TASKS, apply_task
+from model.run import ablate
 
 SENTENCES = [
     "Mina left her umbrella on the bus this morning",
@@ -23,17 +23,17 @@ SENTENCES = [
 ]
 
 
-def plain(loaded, ids, limit, ablations=None):
+def plain(loaded, ids, limit, edits=()):
     """The reference: greedy_decode without a draft (one decoder pass per token)."""
     with torch.inference_mode():
         src = torch.tensor([ids])
-        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, ablations=ablations)[0].tolist()
+        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, edits=edits)[0].tolist()
 
 
-def drafted(loaded, ids, limit, draft, ablations=None):
+def drafted(loaded, ids, limit, draft, edits=()):
     with torch.inference_mode():
         src = torch.tensor([ids])
-        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, ablations=ablations,
+        return loaded.module.greedy_decode(src, loaded.bos_id, loaded.eos_id, limit, edits=edits,
                                            draft=draft)[0].tolist()
 
 
@@ -70,7 +70,7 @@ def test_draft_under_ablation_where_the_model_errs(seq2seq_tiny):
     text = "Mina left her umbrella on the bus this morning"
     errs = 0
     for layer in range(seq2seq_tiny.config.n_decoder_layers):
-        abl = {("cross", layer): HeadAblation(heads=tuple(range(seq2seq_tiny.config.n_heads)), mode="zero")}
+        abl = ablate(layer, range(seq2seq_tiny.config.n_heads), block="cross")
         for task in TASKS:
             enc = seq2seq_tiny.encode_source(text, task=task)
             limit = len(enc.ids) + 4
@@ -99,8 +99,8 @@ def test_greedy_run_equals_the_loop_whether_the_answer_is_right_or_not(seq2seq_t
         return original(self, *a, **kw)
 
     text = "The animal didn't cross the street because it was tired"
-    cases = [None] + [{("cross", layer): HeadAblation(heads=tuple(range(seq2seq_tiny.config.n_heads)), mode="zero")}
-                      for layer in range(seq2seq_tiny.config.n_decoder_layers)]
+    cases = [()] + [ablate(layer, range(seq2seq_tiny.config.n_heads), block="cross")
+                    for layer in range(seq2seq_tiny.config.n_decoder_layers)]
     refused = 0
     for abl in cases:
         for task in TASKS:
@@ -108,7 +108,7 @@ def test_greedy_run_equals_the_loop_whether_the_answer_is_right_or_not(seq2seq_t
             want = plain(seq2seq_tiny, enc.ids, seq2seq_tiny.step_limit(enc.ids), abl)
             monkeypatch.setattr(type(seq2seq_tiny.module), "greedy_decode", spy)
             calls.clear()
-            run = greedy_run(seq2seq_tiny, text, task, ablations=abl)
+            run = greedy_run(seq2seq_tiny, text, task, edits=abl)
             monkeypatch.undo()
             assert [seq2seq_tiny.tokenizer.token_to_id(t) for t in run.output_tokens] == want[1:]
             assert [s.inputs for s in run.steps][-1] == [seq2seq_tiny.tokenizer.id_to_token(i) for i in want[:len(run.steps)]]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from analysis import heads as H
-from model.attention import HeadAblation
 from model.errors import InputError
+from model.run import HeadOutput, ablate, plans_for
 
 A, B = H.PRESET_A, H.PRESET_B
 
@@ -112,8 +112,8 @@ def test_ablating_nothing_is_bit_identical(minilm):
     ids, tt = _ids(minilm)
     with torch.inference_mode():
         ref = minilm.module.encode(ids, tt)
-        empty = minilm.module.encode(ids, tt, ablations={("encoder", 2): HeadAblation((), "zero")})
-        none = minilm.module.encode(ids, tt, ablations={})
+        empty = minilm.module.encode(ids, tt, plan=plans_for(minilm.module, ablate(2, (), "zero"))["encoder"])
+        none = minilm.module.encode(ids, tt, plan=plans_for(minilm.module, ())["encoder"])
     assert torch.equal(ref.hidden, empty.hidden) and torch.equal(ref.hidden, none.hidden)
     assert all(torch.equal(a, b) for a, b in zip(ref.self_attention, empty.self_attention))
     eff = H.encoder_effect(minilm, A, [])
@@ -139,17 +139,17 @@ def _rest_of_layer(layer, x, attn_out):
     return _layer_norm(y1 + act @ w2.T + b2, layer.norm2)
 
 
-def _run(minilm, ablations, record):
+def _run(minilm, edits, record):
     ids, tt = _ids(minilm)
     with torch.inference_mode():
-        return minilm.module.encode(ids, tt, record=record, ablations=ablations)
+        return minilm.module.encode(ids, tt, record=record, plan=plans_for(minilm.module, edits or ())["encoder"])
 
 
 @pytest.mark.parametrize("layer", [0, 3])
 def test_zero_all_heads_equals_layer_with_attention_output_bias_only(minilm, layer):
     n_heads = minilm.config.n_heads
     ref = _run(minilm, None, True)
-    out = _run(minilm, {("encoder", layer): HeadAblation(tuple(range(n_heads)), "zero")}, True)
+    out = _run(minilm, ablate(layer, range(n_heads), "zero"), True)
     x = out.hidden_states[layer][0].double().numpy()
     np.testing.assert_array_equal(x, ref.hidden_states[layer][0].double().numpy())  # earlier layers untouched
     mod = minilm.module.encoder.layers[layer]
@@ -181,7 +181,7 @@ def _attention_by_hand(mha, x, mean_head=None):
 
 def test_mean_ablation_of_one_head_equals_independent_computation(minilm):
     layer, head = 2, 5
-    out = _run(minilm, {("encoder", layer): HeadAblation((head,), "mean")}, True)
+    out = _run(minilm, ablate(layer, (head,), "mean"), True)
     mod = minilm.module.encoder.layers[layer]
     x = out.hidden_states[layer][0].double().numpy()
     expected = _rest_of_layer(mod, x, _attention_by_hand(mod.self_attn, x, mean_head=head))
@@ -204,12 +204,15 @@ def test_heads_round_trip_through_text():
             H.heads_from_text(bad)
 
 
-def test_ablations_for_groups_heads_per_layer():
-    ab = H.ablations_for([(3, 1), (4, 0), (3, 7)], "keep")
-    assert ab == {("encoder", 3): HeadAblation((1, 7), "keep"), ("encoder", 4): HeadAblation((0,), "keep")}
-    assert H.ablations_for([("cross", 1, 2)]) == {("cross", 1): HeadAblation((2,), "zero")}
+def test_ablations_for_groups_heads_per_layer(minilm, seq2seq_tiny):
+    ab = H.ablations_for(minilm, [(3, 1), (4, 0), (3, 7)], "keep")  # MiniLM: 12 heads a layer
+    assert [(e.layer, e.head, e.op, e.block) for e in ab] == (
+        [(3, h, "zero", None) for h in range(12) if h not in (1, 7)] + [(4, h, "zero", None) for h in range(1, 12)])
+    cross = H.ablations_for(seq2seq_tiny, [("cross", 1, 2), (0, 3)], "mean", rows=(4,))
+    assert [(e.layer, e.head, e.op, e.block, e.rows) for e in cross] == [
+        (1, 2, "mean", "cross", (4,)), (0, 3, "mean", None, (4,))]  # (block, layer) order: cross before encoder
     with pytest.raises(InputError):
-        H.ablations_for([(0, 0)], "explode")
+        H.ablations_for(minilm, [(0, 0)], "explode")
 
 
 def test_encoder_effect_changes_only_later_layers(minilm):
@@ -241,12 +244,17 @@ def test_rank_all_batched_matches_single_runs(minilm, mode):
     assert rows[0]["sentence_change"] >= rows[-1]["sentence_change"]
 
 
-def test_batched_head_ablation_applies_the_model_ablation_per_row():
-    z = torch.randn(3, 4, 5, 2)
-    abl = H.BatchedHeadAblation((HeadAblation((1,), "mean"), None, HeadAblation((0, 3), "zero")))
-    out = abl(z)
-    assert torch.equal(out[0:1], HeadAblation((1,), "mean")(z[0:1])) and torch.equal(out[1], z[1])
-    assert torch.equal(out[2:3], HeadAblation((0, 3), "zero")(z[2:3]))
+def test_per_row_ablations_equal_each_run_alone(minilm):
+    """rank-all's batch: row r carries its own ablation (edits with rows=(r,)); each row is bit for bit the run of
+    that ablation alone, and an unedited row the normal run."""
+    inp = H.encoder_input(minilm, A)
+    cases = [ablate(1, (3,), "mean"), (), ablate(4, (0, 3), "zero"), ablate(2, (5,), "keep", n_heads=12)]
+    edits = tuple(HeadOutput(e.layer, e.head, e.op, rows=(r,)) for r, c in enumerate(cases) for e in c)
+    both = H.run_encoder(minilm, inp, batch=len(cases), edits=edits).hidden
+    for r, c in enumerate(cases):
+        alone = H.run_encoder(minilm, inp, edits=c).hidden[0]
+        assert torch.equal(both[r], alone)
+    assert not torch.equal(both[0], both[1])
 
 
 # ---- value-weighted norms -------------------------------------------------------------------------------------------

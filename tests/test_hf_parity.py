@@ -106,7 +106,7 @@ def test_gpt2_parity_and_greedy(tmp_path):
 
 
 def test_gpt2_records_every_sublayer_and_ablates_heads(tmp_path):
-    from model.attention import HeadAblation
+    from model.run import ablate
 
     _, path = make_gpt2(tmp_path / "g", n_head=3, n_embd=21)
     ours = load_local(CPU, path)
@@ -120,10 +120,10 @@ def test_gpt2_records_every_sublayer_and_ablates_heads(tmp_path):
         assert torch.allclose(rec["out"], rec["norm2_in"] + rec["ffn_out"])
         assert torch.allclose(rec["out"], out.decoder.hidden_states[2])
         assert set(out.decoder.records[1]["self"].record) >= {"q", "k", "v", "stages", "heads", "z"}
-        ablated = ours.module(ids, hidden=True, ablations={("decoder_self", 1): HeadAblation((0, 2), "keep")})
+        ablated = ours.module(ids, hidden=True, edits=ablate(1, (0, 2), "keep", n_heads=3))
         assert not torch.allclose(ablated.logits, out.logits)
         assert torch.equal(ablated.decoder.hidden_states[1], out.decoder.hidden_states[1])  # layer 0 untouched
-    tr = ours.trace("The cat sat", ablations={("decoder_self", 0): HeadAblation((1,))})
+    tr = ours.trace("The cat sat", edits=ablate(0, (1,)))
     assert tr.decoder_self_attention.shape[:2] == (3, 3)
 
 

@@ -1,5 +1,5 @@
-"""The one run request (model/run.py) through the one forward: each edit against the older way of doing it (the
-HeadAblation keyword, a hand-made forward) bit for bit where the same operations run, Resume against a run from the
+"""The one run request (model/run.py) through the one forward: each edit against its formula written out by hand (head
+surgery, a hand-made forward) bit for bit where the same operations run, Resume against a run from the
 embeddings, the typed records against the stack's own outputs, and its errors."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.attention import HeadAblation
 from model.config import preset
-from model.run import HeadOutput, Keep, Residual, Resume, Run, compile_plans
+from model.run import HeadOutput, Keep, Residual, Resume, Run, ablate, compile_plans
 from model.transformer import DecodeCache, Transformer
 
 
@@ -58,13 +57,44 @@ def test_a_plain_request_is_the_forward_bit_for_bit(gpt):
     assert run(gpt, keep=Keep(logits="none")).logits is None
 
 
-@pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_head_edits_equal_the_older_head_ablation(gpt, mode):
+def _surgery_by_hand(z: torch.Tensor, heads: tuple[int, ...], mode: str) -> torch.Tensor:
+    """z (b, h, n, k) with the chosen heads zeroed, replaced by their mean over positions, or every other head zeroed
+    ("keep"): the formula of head surgery, written out."""
+    chosen = torch.zeros(z.shape[1], dtype=torch.bool)
+    chosen[list(heads)] = True
+    if mode == "keep":
+        chosen = ~chosen
+    repl = z.mean(dim=2, keepdim=True).expand_as(z) if mode == "mean" else torch.zeros_like(z)
+    return torch.where(chosen[None, :, None, None], repl, z)
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean", "keep"])
+def test_ablate_is_head_surgery_written_out(gpt, mode):
+    """run.ablate's edits give layer 1 exactly the hand-made Z, and the logits of that Z set head by head; the
+    forward's `edits` keyword is the same request."""
+    heads = (0, 2)
+    base = run(gpt, keep=Keep(heads=True)).main.layers[1].heads  # (1, h, n, k) layer 1's Z, unedited
+    want = _surgery_by_hand(base, heads, mode)
+    edits = ablate(1, heads, mode, n_heads=4)
+    rec = run(gpt, edits=edits, keep=Keep(heads=True))
+    assert torch.equal(rec.main.layers[1].heads, want)
+    assert torch.equal(rec.main.layers[0].heads, run(gpt, keep=Keep(heads=True)).main.layers[0].heads)
+    by_hand = run(gpt, edits=tuple(HeadOutput(1, h, "set", want[0, h]) for h in range(4)))
+    assert torch.equal(rec.logits, by_hand.logits)
     with torch.inference_mode():
-        ref = gpt(IDS, ablations={("decoder_self", 1): HeadAblation((2,), mode)})
-    rec = run(gpt, edits=(HeadOutput(1, 2, mode),))
-    assert torch.equal(rec.logits, ref.logits)
+        assert torch.equal(gpt(IDS, edits=edits).logits, rec.logits)
     assert not torch.equal(rec.logits, run(gpt).logits)  # the edit changed something
+    assert [(e.layer, e.head, e.op) for e in edits] == (
+        [(1, 1, "zero"), (1, 3, "zero")] if mode == "keep" else [(1, 0, mode), (1, 2, mode)])
+
+
+def test_ablate_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="unknown ablation"):
+        ablate(0, (1,), "explode")
+    with pytest.raises(ValueError, match="n_heads"):
+        ablate(0, (1,), "keep")
+    assert ablate(2, (), "zero") == ()  # nothing chosen: nothing changed
+    assert [e.head for e in ablate(2, (), "keep", n_heads=3)] == [0, 1, 2]  # keep none: every head zeroed
 
 
 def test_set_per_row_positions_and_layers(gpt):

@@ -1,7 +1,7 @@
 """Head lab computations (a package by idea: pairs, surgery, norms, lens; common holds the encoder run): minimal pairs, head surgery and its effects, value-weighted attention norms, logit lens.
 
-Everything runs the model's own forward (`model.module`, with `model.attention.HeadAblation` passed as the
-forward's `ablations` argument: the cached model is never modified) and returns frozen dataclasses whose numpy
+Everything runs the model's own forward (`model.module`, with head surgery passed as a run request's edits,
+model/run.py `ablate`: the cached model is never modified) and returns frozen dataclasses whose numpy
 arrays are read-only. No Streamlit, no plotly.
 
 Notation: L layers, H heads, N source tokens, d d_model, k d_k; heads are counted from 0 ("Layer 3 · Head 1").

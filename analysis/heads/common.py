@@ -9,6 +9,8 @@ import torch
 
 from model.blocks import Block
 from model.errors import InputError
+from model.run import ABLATIONS as ABLATIONS  # zero, mean, keep (model/run.py ablate), for the Head lab
+from model.run import plans_for
 
 from ..frozen import to_numpy
 
@@ -22,8 +24,6 @@ PRESET_KO_B = "그 동물은 길을 건너지 않았다. 그것은 너무 넓었
 PRESET_KO_QUERY = "그것은"
 PRESET_KO_CANDIDATES = ("동물은", "길을")
 FLIP_MARGIN = 0.03  # a preference must be at least this large on both sides to count as a flip
-# zero the head's output, replace it by its mean over positions, or keep only the chosen heads of the layer
-ABLATIONS = ("zero", "mean", "keep")
 
 TokenSpec = str | int | tuple[int, int]  # a token or word, a token position in A, or positions (in A, in B)
 
@@ -58,21 +58,15 @@ def encoder_input(model, text: str, **kw) -> EncoderInput:
                         tuple(enc.words()), ids, type_ids)
 
 
-def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[int] = False,
-                ablations: dict | None = None):
-    """The model's own encoder forward on `batch` copies of the input -> StackOutput (hidden (b, N, d),
-    self_attention L x (b, H, N, N), records when asked). ablations: {("encoder", layer): HeadAblation-like}."""
+def run_encoder(model, inp: EncoderInput, *, batch: int = 1, record: bool | set[int] = False, edits: tuple = ()):
+    """The model's own first stack (the encoder; a decoder-only model's one causal stack stands in for it) on
+    `batch` copies of the input -> StackOutput (hidden (b, N, d), self_attention L x (b, H, N, N), records when
+    asked). edits: a run request's edits of that stack (model/run.py; block None: the main stack)."""
     ids = inp.ids.expand(batch, -1)
     type_ids = inp.type_ids.expand(batch, -1) if inp.type_ids is not None else None
-    if model.kind == "decoder":  # GPT-2: its one causal stack stands in for the encoder
-        ablations = on_main_block(ablations)
+    plan = next(iter(plans_for(model.module, edits).values())) if edits else None  # the first stack's
     with torch.inference_mode():
-        return model.module.main_stack(ids, type_ids, record=record, ablations=ablations)
-
-
-def on_main_block(ablations: dict | None) -> dict | None:
-    """{(block, layer): ablation} -> the same on a decoder-only model's one block, "decoder_self"."""
-    return {("decoder_self", layer): a for (_, layer), a in (ablations or {}).items()} or None
+        return model.module.main_stack(ids, type_ids, record=record, plan=plan)
 
 
 def n_layers_heads(model, block: Block = "encoder") -> tuple[int, int]:

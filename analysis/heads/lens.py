@@ -11,7 +11,6 @@ import torch
 from model.errors import InputError
 
 from ..frozen import ro, to_numpy
-from .common import on_main_block
 
 
 # ---- logit lens ---------------------------------------------------------------------------------------------------
@@ -45,16 +44,16 @@ class LogitLens:
 
 
 def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None = None,
-               ablations: dict | None = None) -> LogitLens:
+               edits: tuple = ()) -> LogitLens:
     """Greedy-decode, then read step `step` (0 = the first generated token) from every decoder layer's output
     through the model's final linear layer (`generator`) and softmax."""
     if model.kind == "decoder":
-        return _decoder_only_lens(model, text, k=k, ablations=ablations)
+        return _decoder_only_lens(model, text, k=k, edits=edits)
     if model.kind != "encoder-decoder":
         raise InputError(f"{model.name} has no decoder: the logit lens reads a decoder's layers.", key="lens_no_decoder",
                          model=model.name)
     kw = {"task": task} if task is not None else {}
-    tr = model.trace(text, ablations=ablations, **kw) if ablations else model.trace(text, **kw)
+    tr = model.trace(text, edits=edits, **kw)
     dec_in = tr.target_ids
     if not 0 <= step < len(dec_in):
         raise InputError(f"step {step} is outside the decoding (steps 0 to {len(dec_in) - 1}).", key="step_outside",
@@ -62,7 +61,7 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     src = torch.tensor([tr.source_ids], dtype=torch.long, device=model.device)
     tgt = torch.tensor([dec_in[: step + 1]], dtype=torch.long, device=model.device)
     with torch.inference_mode():
-        out = model.module(src, tgt, record=True, ablations=ablations)
+        out = model.module(src, tgt, record=True, edits=edits)
         states = torch.stack([h[0, step] for h in out.decoder.hidden_states[1:]])  # (L, d) each layer's output
         probs = model.module.output(states).float().softmax(-1)  # (L, V)
         final = int(out.logits[0, step].argmax())
@@ -77,13 +76,13 @@ def logit_lens(model, text: str, *, step: int = 0, k: int = 5, task: str | None 
     )
 
 
-def _decoder_only_lens(model, text: str, *, k: int, ablations: dict | None) -> LogitLens:
+def _decoder_only_lens(model, text: str, *, k: int, edits: tuple) -> LogitLens:
     """GPT-2 (nostalgebraist's logit lens): every layer's output at the last position of `text` through the model's
     own final norm and output matrix; the last layer's reading is the model's next-token distribution."""
     enc = model.encode_prompt(text)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
     with torch.inference_mode():
-        out = model.module(ids, hidden=True, ablations=on_main_block(ablations), last_only=True)
+        out = model.module(ids, hidden=True, edits=edits, last_only=True)
         states = torch.stack([h[0, -1] for h in out.decoder.hidden_states[1:]])  # (L, d) each layer's output
         probs = model.module.output(states).float().softmax(-1)  # (L, V)
         final = int(out.logits[0, -1].argmax())

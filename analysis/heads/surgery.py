@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.attention import HeadAblation
 from model.blocks import Block
 from model.errors import InputError
+from model.run import ablate
 from model.trace import BLOCKS
 
 from ..frozen import ro, to_numpy
@@ -47,15 +47,19 @@ def heads_from_text(text: str) -> list[HeadRef]:
     return list(dict.fromkeys(out))
 
 
-def ablations_for(heads: Iterable[HeadRef], mode: str = "zero", *, block: Block = "encoder") -> dict:
-    """Chosen heads -> the forward's `ablations` argument {(block, layer): HeadAblation(heads of that layer, mode)}.
-    With mode "keep", each layer that has a chosen head keeps only its chosen heads."""
+def ablations_for(model, heads: Iterable[HeadRef], mode: str = "zero", *, block: Block = "encoder",
+                  rows: tuple[int, ...] | None = None) -> tuple:
+    """Chosen heads -> a run request's edits (model/run.py ablate, per layer): (layer, head) is in `block`,
+    (block, layer, head) names its own. With mode "keep", each layer that has a chosen head keeps only its chosen
+    heads. The encoder (and a decoder-only model's one stack, numbered as the encoder) is the main stack (block
+    None). rows: the batch rows the edits apply to (None: all)."""
     per: dict[tuple[str, int], set[int]] = {}
     for ref in heads:
         blk, layer, head = (block, *ref) if len(ref) == 2 else ref
         per.setdefault((str(blk), int(layer)), set()).add(int(head))
     try:
-        return {key: HeadAblation(tuple(sorted(hs)), mode) for key, hs in sorted(per.items())}
+        return tuple(e for (blk, layer), hs in sorted(per.items()) for e in ablate(
+            layer, hs, mode, n_heads=model.n_heads(blk), block=None if blk == "encoder" else blk, rows=rows))
     except ValueError as e:
         raise InputError(str(e), key="ablation_invalid", detail=e) from None
 
@@ -84,23 +88,6 @@ def _check_heads(model, heads: Iterable[HeadRef], block: Block) -> list[HeadRef]
                              f"({n_l} layers x {n_h} heads).", key="no_head", layer=layer, head=head, block=blk,
                              model=model.name, layers=n_l, heads=n_h)
     return heads
-
-
-@dataclass(frozen=True)
-class BatchedHeadAblation:
-    """A different HeadAblation for each batch row (None: that row runs unchanged). Duck-types HeadAblation for the
-    attention's `ablation` argument, applying the model's own HeadAblation row by row, so that one batched forward
-    runs many ablations at once (rank-all: row r ablates one head)."""
-
-    rows: tuple[HeadAblation | None, ...]
-
-    def __call__(self, z: torch.Tensor) -> torch.Tensor:
-        """z (b, h, n, k) -> (b, h, n, k)"""
-        out = z.clone()
-        for r, abl in enumerate(self.rows):
-            if abl is not None:
-                out[r : r + 1] = abl(z[r : r + 1])
-        return out
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -165,7 +152,7 @@ def encoder_run(model, text: str, heads: Iterable[HeadRef] = (), mode: str = "ze
     """The encoder's own forward on `text` with the chosen heads ablated (none: the normal run)."""
     heads = _check_heads(model, heads, "encoder")
     inp = encoder_input(model, text, **encode_kw)
-    out = run_encoder(model, inp, ablations=ablations_for(heads, mode) if heads else None)
+    out = run_encoder(model, inp, edits=ablations_for(model, heads, mode))
     return EncoderRun(text, inp.tokens, tuple(heads), mode, ro(to_numpy(out.hidden[0])),
                       ro(np.stack([to_numpy(a[0]) for a in out.self_attention])))
 
@@ -243,11 +230,9 @@ def rank_heads_by_effect(model, text: str, mode: str = "zero", *,
     targ = np.zeros(L * H, dtype=np.int64)
     for start in range(0, len(refs), chunk):
         part = refs[start : start + chunk]
-        per_layer: dict[int, list[HeadAblation | None]] = {}
-        for r, (la, h) in enumerate(part):
-            per_layer.setdefault(la, [None] * len(part))[r] = HeadAblation((h,), mode)
-        abl = {("encoder", la): BatchedHeadAblation(tuple(rows)) for la, rows in per_layer.items()}
-        hid = to_numpy(run_encoder(model, inp, batch=len(part), ablations=abl).hidden)  # (b, N, d)
+        # row r ablates head part[r] (its own edits, on that row alone)
+        edits = tuple(e for r, ref in enumerate(part) for e in ablations_for(model, [ref], mode, rows=(r,)))
+        hid = to_numpy(run_encoder(model, inp, batch=len(part), edits=edits).hidden)  # (b, N, d)
         c = 1.0 - _cos(hid, base[None])  # (b, N)
         sl = slice(start, start + len(part))
         sent[sl] = 1.0 - _cos(sentence_embedding(hid), base_sent[None])
@@ -315,17 +300,17 @@ def decoder_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "zero
     if model.kind != "encoder-decoder":
         raise InputError(f"{model.name} has no decoder: use encoder_effect.", key="no_decoder", model=model.name)
     heads = _check_heads(model, heads, "encoder")
-    abl = ablations_for(heads, mode)
+    abl = ablations_for(model, heads, mode)
     kw = {"task": task} if task is not None else {}
     before = model.trace(text, **kw)
-    after = model.trace(text, ablations=abl, **kw)
+    after = model.trace(text, edits=abl, **kw)
     dec_in = before.target_ids  # [<bos>, y1 ..] as the normal run decoded
     step = max(0, min(int(step), len(dec_in) - 1))
     src = torch.tensor([before.source_ids], dtype=torch.long, device=model.device)
     tgt = torch.tensor([dec_in[: step + 1]], dtype=torch.long, device=model.device)
     with torch.inference_mode():
         p0 = model.module(src, tgt).logits[0, step].float().softmax(-1)
-        p1 = model.module(src, tgt, ablations=abl).logits[0, step].float().softmax(-1)
+        p1 = model.module(src, tgt, edits=abl).logits[0, step].float().softmax(-1)
     tok = model.token_texts
     k = min(k, p0.shape[-1])
     ids = list(dict.fromkeys(p0.topk(k).indices.tolist() + p1.topk(k).indices.tolist()))
@@ -347,13 +332,13 @@ def next_token_effect(model, text: str, heads: Iterable[HeadRef], mode: str = "z
     if model.kind != "decoder":
         raise InputError(f"{model.name} is not a decoder-only model.", key="not_decoder_only", model=model.name)
     heads = _check_heads(model, heads, "encoder")  # its one stack, numbered as the encoder's
-    abl = ablations_for(heads, mode, block="decoder_self") if heads else None
+    abl = ablations_for(model, heads, mode)
     ids = model.encode_prompt(text).ids
     with torch.inference_mode():
         p0 = model.forward_ids(ids, last_only=True).logits[0, -1].float().softmax(-1)  # (V,)
-        p1 = model.forward_ids(ids, last_only=True, ablations=abl).logits[0, -1].float().softmax(-1)
+        p1 = model.forward_ids(ids, last_only=True, edits=abl).logits[0, -1].float().softmax(-1)
     before = model.greedy_continue(text, n_new, 1)
-    after = model.greedy_continue(text, n_new, 1, ablations=abl)
+    after = model.greedy_continue(text, n_new, 1, edits=abl)
     tok = model.token_texts
     k = min(k, p0.shape[-1])
     ids_k = list(dict.fromkeys(p0.topk(k).indices.tolist() + p1.topk(k).indices.tolist()))

@@ -283,3 +283,59 @@ def test_generation_grids_export_as_the_generation_tab_did(lang):
     same(Export.of(spec_of(vc.sink(by_layer, lang=lang, step=2)), "Hi", "sink-by-step"),
          Export(by_layer, [t("ex.layer_n", lang, i=i) for i in range(3)], [str(i) for i in range(5)],
                 t("cause.gen.sink_title", lang), "Hi", "sink-by-step"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_head_lab_bars_scatter_lens_and_atlas_export_as_the_head_lab_did(lang):
+    from analysis.atlas import LABELS, TOP_LABELS, Atlas
+    from analysis.flow import FlowResult
+    from analysis.heads import DecoderEffect, EncoderEffect, LogitLens, ValueNorms
+    from i18n import head_name, t
+    from viz import heads as vh
+
+    tokens, model = ["[CLS]", "the", "<script>", "the", "[SEP]"], "minilm <b>"
+    n, rng = len(tokens), np.random.default_rng(1)
+    att = rng.uniform(size=(2, 3, n, n)).astype(np.float32)
+    deff = DecoderEffect(source_tokens=tuple(tokens), task="copy", heads=(("decoder", 0, 1),), mode="zero",
+                         expected=None, output_before=("a",), output_after=("b",), text_before="a", text_after="b",
+                         step=0, top_before=(("a", 0.5),), top_after=(("b", 0.4),),
+                         compared=(("<script>", 0.5, 0.1), ("b", 0.2, 0.4)))
+    rows = deff.top_rows()  # ui/heads.py surgery and next_token_surgery before
+    same(Export.of(spec_of(vh.top_k_bars(deff, lang=lang, model=model)), "s", "head-surgery-top5"),
+         Export(np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
+                [t("heads.viz.before_word", lang), t("heads.viz.after_word", lang)],
+                t("heads.surgery.top5", lang, model=model), "s", "head-surgery-top5"))
+    effect = EncoderEffect(tokens=tuple(tokens), heads=((0, 1),), mode="zero", token_cosine=np.linspace(0.9, 1, n),
+                           sentence_cosine=0.98, attention_before=att, attention_after=att[::-1])
+    same(Export.of(spec_of(vh.token_change_bars(effect, lang=lang, model=model)), "s", "head-surgery-token-change"),
+         Export(effect.token_change[None], ["1 - cos"], list(effect.tokens),
+                t("heads.surgery.token_change", lang, model=model), "s", "head-surgery-token-change"))
+    vn = ValueNorms(tokens=tuple(tokens), special=tuple(x.startswith("[") for x in tokens), weights=att,
+                    norms=att * rng.uniform(size=att.shape).astype(np.float32), value_norms=np.ones((2, 3, n)))
+    share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)  # beyond_weights
+    H = vn.weights.shape[1]
+    same(Export.of(spec_of(vh.special_share_scatter(vn, lang=lang, specials="[CLS]/[SEP]")), "s", "special-shares"),
+         Export(share, [head_name(i // H, i % H, lang) for i in range(len(share))],
+                [t("heads.beyond.weight_share", lang), t("heads.beyond.norm_share", lang)],
+                t("heads.beyond.specials", lang), "s", "special-shares"))
+    fr = FlowResult(tokens=tuple(tokens), token=2, rollout=np.full(n, 1 / n), flow=np.linspace(0, 1, n),
+                    rollout_matrix=np.zeros((2, n, n)))
+    same(Export.of(spec_of(vh.flow_bars(fr, lang=lang)), "s", "attention-flow"),
+         Export(np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lang), t("heads.viz.flow", lang)],
+                list(fr.tokens), t("heads.beyond.flow", lang), "s", "attention-flow"))
+    lens = LogitLens(step=1, prefix=("<bos>",), answer="<script>", layers=(0, 1), answer_prob=np.ones(2),
+                     top_tokens=(("<script>", "a", "b"), ("c", "d", "e")), answer_rank=np.zeros(2),
+                     top_probs=np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1]]))  # float64: kept as given
+    same(Export.of(spec_of(vh.logit_lens_heatmap(lens, lang=lang)), "s", "logit-lens"),
+         Export(lens.top_probs, [t("heads.viz.dec_layer", lang, i=la) for la in lens.layers],
+                [f"top {k + 1}" for k in range(lens.top_probs.shape[1])], t("heads.beyond.lens", lang), "s",
+                "logit-lens"))
+    L, H = 2, 3
+    top = tuple(tuple(TOP_LABELS[(la * H + h) % len(TOP_LABELS)] for h in range(H)) for la in range(L))
+    at = Atlas(model="<script>", sentences=("a",), n_coref=0, per_sentence={}, top_label=top, seconds=0.0,
+               scores={k: np.full((L, H), 0.5) for k in (*LABELS, "coref_mass")})
+    idx = at.top_label_index().astype(float)  # ui/heads.py atlas before (its axes helper: layer / head names)
+    same(Export.of(spec_of(vh.atlas_grid(at, chosen=[(0, 1)], lang=lang)), "", "head-atlas"),
+         Export(idx, [t("ex.layer_n", lang, i=i) for i in range(L)], [t("ex.head_n", lang, i=h) for h in range(H)],
+                t("heads.atlas.export", lang), filename="head-atlas"))
+    assert idx.dtype == np.float64 and sorted(set(idx.ravel())) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

@@ -339,3 +339,60 @@ def test_head_lab_bars_scatter_lens_and_atlas_export_as_the_head_lab_did(lang):
          Export(idx, [t("ex.layer_n", lang, i=i) for i in range(L)], [t("ex.head_n", lang, i=h) for h in range(H)],
                 t("heads.atlas.export", lang), filename="head-atlas"))
     assert idx.dtype == np.float64 and sorted(set(idx.ravel())) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def decoding_run(steps: int = 3, task: str | None = "copy", model: str = "seq2seq-tiny"):
+    """A small synthetic DecodingRun (a hostile token among its inputs) with an SSRU's forget gates beside it."""
+    from analysis.decoding import DecodingRun, Step
+
+    rng = np.random.default_rng(4)
+    src, outs, out = ["<copy>", "the", "<script>", "cat", "<eos>"], ["the", "<script>", "<eos>"][:steps], []
+    for s in range(1, steps + 1):
+        sa = rng.uniform(size=(2, 4, s, s)) * np.tril(np.ones((s, s)))
+        cr = rng.uniform(size=(2, 4, len(src)))
+        out.append(Step(inputs=["<bos>", *outs[: s - 1]], self_attention=(sa / sa.sum(-1, keepdims=True)).astype(
+            np.float32), cross_row=(cr / cr.sum(-1, keepdims=True)).astype(np.float32),
+            top_tokens=[outs[s - 1], "<b>", "a", "b", "c"], chosen=outs[s - 1],
+            top_probs=np.array([0.6, 0.2, 0.1, 0.06, 0.04], dtype=np.float32)))
+    return DecodingRun(task=task, mode="greedy", source_tokens=src, steps=tuple(out), expected=outs, model=model,
+                       forget_gates=rng.uniform(size=(2, steps, 6)).astype(np.float32))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("task,teacher,head", [("copy", False, 1), (None, True, "mean")])
+def test_decoding_figures_export_as_the_encoder_decoder_page_did(lang, task, teacher, head):
+    from i18n import t
+    from viz import alignment as va
+    from viz import seq2seq as vs
+
+    run, step, layer = decoding_run(task=task), 2, 1
+    title = " · ".join(x for x in (run.model, run.task, vs.head_name(layer, head, lang)) if x)  # ui/seq2seq.py figures
+    name = f"{run.model}-{run.task}" if run.task else run.model
+    fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher, lang=lang)
+    same(Export.of(spec_of(fig), "s", f"{name}-decoder-self-step{step}"),
+         Export(mat, labels, labels, t("s2s.fig.self", lang, where=title), "s", f"{name}-decoder-self-step{step}",
+                heatmap=dict(masked=blocked, vmin=0, vmax=1)))
+    assert mat.shape == ((3, 3) if teacher else (2, 2)) and blocked[0, 1] and not blocked[1, 0]
+    fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lang=lang)
+    same(Export.of(spec_of(fig), "s", f"{name}-cross-step{step}"),
+         Export(cmat, rows, run.source_tokens, t("s2s.fig.cross", lang, where=title), "s", f"{name}-cross-step{step}",
+                heatmap=dict(vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lang),
+                             ylabel=t("s2s.axis.input", lang))))
+    probs, prow, pcol = vs.topk_table(run)
+    same(Export.of(spec_of(vs.topk_figure(run, step, lang=lang)), "s", f"{name}-top5"),
+         Export(probs, prow, pcol, t("s2s.export.topk", lang, model=run.model), "s", f"{name}-top5",
+                heatmap=dict(vmin=0, vmax=1)))
+    gates, s = run.forget_gates[layer, :step], run.steps[step - 1]  # ui/seq2seq.py ssru_figure
+    ftitle = t("s2s.fig.forget", lang, layer=layer, step=step)
+    same(Export.of(spec_of(va.forget_gate_figure(s.inputs, gates, lang=lang, title=ftitle)), "s", "g"),
+         Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs), ftitle, "s", "g",
+                heatmap=dict(vmin=0, vmax=1)))
+    weights, out = vs.pick(run.cross_matrix(len(run.steps)), layer, head), run.output_tokens  # alignment
+    where = vs.head_name(layer, head, lang)
+    kw = dict(lang=lang, merge=True, drop_special=True, source_special=[x == "</s>" for x in run.source_tokens],
+              target_special=[x == "</s>" for x in out], title=t("s2s.fig.alignment", lang, where=where))
+    old = Export(weights, list(out), list(run.source_tokens), t("s2s.fig.alignment", lang, where=where), "s",
+                 f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1))
+    for fig in (va.alignment_lines_figure(run.source_tokens, out, weights, threshold=0.3, **kw),
+                va.alignment_matrix_figure(run.source_tokens, out, weights, **kw)):
+        same(Export.of(spec_of(fig), "s", f"{run.model}-alignment"), old)

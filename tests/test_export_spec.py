@@ -396,3 +396,27 @@ def test_decoding_figures_export_as_the_encoder_decoder_page_did(lang, task, tea
     for fig in (va.alignment_lines_figure(run.source_tokens, out, weights, threshold=0.3, **kw),
                 va.alignment_matrix_figure(run.source_tokens, out, weights, **kw)):
         same(Export.of(spec_of(fig), "s", f"{run.model}-alignment"), old)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_tour_next_token_and_forget_gate_export_as_the_tour_did(lang):
+    from i18n import t
+    from viz import alignment as va
+    from viz import tour as vt
+    from viz.theme import esc
+
+    probs, shown = [0.5, 0.25, 0.125], ["␣the", "<b>", "↵"]  # ui/tour_decoder.py _own_output before
+    title = t("tour.dec.fig.next", lang, model="gpt2 <x>", k=len(shown))
+    fig = vt.ranked_bars(probs, shown, answer=0, title=esc(title, 200), ylabel=t("tour.axis.probability", lang),
+                         export_title=title)
+    same(Export.of(spec_of(fig), "s", "gpt2-next-token"),
+         Export(np.array([probs]), [t("tour.axis.probability", lang)], shown, title, "s", "gpt2-next-token"))
+    run, step, layer, name = decoding_run(), 2, 1, "opus-en-pt"  # ui/tour_decoder.py _forget_gate before
+    s, gates = run.steps[step - 1], run.forget_gates[layer, :step]
+    title = t("trpages.tour.fig.forget", lang, layer=layer, step=step)
+    fig = va.forget_gate_figure(s.inputs, gates, lang=lang, title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>",
+                                export_title=title)
+    filename = f"{name}-forget-gate-L{layer}-step{step}"
+    same(Export.of(spec_of(fig), "s", filename, context=name),
+         Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs), f"{name} · {title}", "s", filename,
+                heatmap=dict(vmin=0, vmax=1)))

@@ -420,3 +420,14 @@ def test_tour_next_token_and_forget_gate_export_as_the_tour_did(lang):
     same(Export.of(spec_of(fig), "s", filename, context=name),
          Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs), f"{name} · {title}", "s", filename,
                 heatmap=dict(vmin=0, vmax=1)))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_next_token_bars_export_as_the_explorer_did(lang):
+    from i18n import t
+    from viz.next_token import next_token_figure
+
+    shown, probs = ["␣the", "<b>", "␣the"], [0.5, 0.3, 0.2]  # a repeated label kept twice; ui/explorer.py before
+    same(Export.of(spec_of(next_token_figure(shown, probs, lang=lang)), "s", "gpt2-next-token"),
+         Export(np.array([probs]), [t("ex.next.prob", lang)], shown, t("ex.next.fig", lang, k=3), "s",
+                "gpt2-next-token"))

@@ -431,3 +431,55 @@ def test_next_token_bars_export_as_the_explorer_did(lang):
     same(Export.of(spec_of(next_token_figure(shown, probs, lang=lang)), "s", "gpt2-next-token"),
          Export(np.array([probs]), [t("ex.next.prob", lang)], shown, t("ex.next.fig", lang, k=3), "s",
                 "gpt2-next-token"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_cause_bars_residual_and_costs_export_as_the_cause_tab_did(lang):
+    from i18n import t
+    from ui.widgets import layer_head
+
+    rng = np.random.default_rng(6)
+    head, mlp, bias = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=3)  # ui/cause.py dla before
+    title = t("cause.dla.parts_title", lang)
+    per_layer = np.stack([head.sum(1) + bias, mlp])
+    same(Export.of(spec_of(vc.dla_parts(head, mlp, bias, 0.5, title=title, lang=lang)), "clean", "dla-layers"),
+         Export(per_layer, [t("cause.dla.heads", lang), t("cause.dla.mlps", lang)], ["0", "1", "2"], title, "clean",
+                "dla-layers"))
+    grid = rng.normal(size=(3, 4))  # float64, drawn as float32; ui/cause.py patching before
+    clean, corrupt = ["<s>", "Paris", "is", "in"], ["<s>", "Rome", "is", "in"]
+    title = t("cause.patch.residual_title", lang)
+    fig = vc.residual_grid(grid, clean, corrupt, title=title, colorbar="Δ", lang=lang, zmax=None)
+    same(Export.of(spec_of(fig), "a / b", "patching-residual"),
+         Export(grid, [t("ex.layer_n", lang, i=i) for i in range(3)], clean, title, "a / b", "patching-residual"))
+    values = {t("cause.picked.dla", lang): 0.25, t("cause.picked.patch_raw", lang): -0.125}  # ui/cause.py picked
+    name = layer_head(2, 1, lang, 0)
+    same(Export.of(spec_of(vc.head_bars(values, title=name)), "clean", "picked-head"),
+         Export(np.array([list(values.values())]), [name], list(values), name, "clean", "picked-head"))
+    c = {"cache_kib": np.array([1.0, 2.0, 3.0]), "macs_cached": np.array([10, 20, 30]),  # ui/generation.py costs
+         "macs_full": np.array([10, 40, 90]), "ms_cached": np.array([0.5, 0.6, 0.7]),
+         "ms_full": np.array([0.5, np.nan, 1.5])}
+    keys = {"cache": ("cache_kib",), "macs": ("macs_cached", "macs_full"), "time": ("ms_cached", "ms_full")}
+    for which in ("cache", "macs", "time"):
+        mat = np.stack([np.asarray(c[x], dtype=float) for x in keys[which]])
+        same(Export.of(spec_of(vc.costs(c, which=which, lang=lang)), "Hi", f"cost-{which}"),
+             Export(mat, list(keys[which]), ["0", "1", "2"], t(f"cause.gen.cost_{which}", lang), "Hi", f"cost-{which}"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_teacher_forcing_figures_export_as_the_training_page_did(lang):
+    from analysis.training import StepLogits, TeacherForcing
+    from i18n import t
+    from viz import training as vt
+
+    rng = np.random.default_rng(8)
+    dec, cols = ("<bos>", "a", "<b>"), ("a", "<b>", "<eos>")
+    probs = rng.uniform(size=(3, 3)).astype(np.float32)
+    logits = StepLogits(columns=cols, probs=probs, label_prob=probs[:, 0], loss=np.ones(3), argmax=cols, mean_loss=1.5)
+    tf = TeacherForcing(task="copy", source=("a", "<b>", "<eos>"), decoder_input=dec, labels=cols,
+                        mask=np.tril(np.ones((3, 3), dtype=bool)), untrained=logits, trained=logits)
+    same(Export.of(spec_of(vt.mask_figure(tf, lang=lang)), "a <b>", "training-look-ahead-mask"),
+         Export(tf.mask.astype(float), list(dec), list(dec), t("train.tf.mask_fig", lang), "a <b>",
+                "training-look-ahead-mask"))  # ui/training_page.py teacher_tab before
+    title = t("train.tf.logits_fig", lang, which=t("train.tf.trained", lang), loss=1.5)
+    same(Export.of(spec_of(vt.logits_figure(tf, logits, title, lang=lang)), "a <b>", "training-logits-trained"),
+         Export(logits.probs, list(dec), list(logits.columns), title, "a <b>", "training-logits-trained"))

@@ -483,3 +483,22 @@ def test_teacher_forcing_figures_export_as_the_training_page_did(lang):
     title = t("train.tf.logits_fig", lang, which=t("train.tf.trained", lang), loss=1.5)
     same(Export.of(spec_of(vt.logits_figure(tf, logits, title, lang=lang)), "a <b>", "training-logits-trained"),
          Export(logits.probs, list(dec), list(logits.columns), title, "a <b>", "training-logits-trained"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_cross_glance_stages_export_as_step_by_step_did(paper_base, lang):
+    from analysis.stages import attention_steps
+    from viz.steps import build_stages, stage_figure
+
+    trace = paper_base.trace("I am sam", intermediates=True, target="I am sam")
+    rows, cols = trace.axis_tokens("cross")
+    by_key = {s.key: s for s in build_stages(attention_steps(paper_base, trace, "cross", 4, 7), rows, cols, head=7,
+                                             n_heads=8, block="cross", lang=lang)}
+    for key in ("memory", "weights"):  # ui/steps_page.py cross_glance before
+        stage, name = by_key[key], f"paper-base-L4-H7-cross-{key}"
+        assert stage.masked is None  # what the old Export left out: neither stage draws a blocked cell
+        old = Export(stage.matrix, stage.rows, stage.cols, f"paper-base · {stage.title} ({stage.shape})", "I am sam",
+                     name, heatmap=dict(cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+                                        xlabel=stage.xlabel, ylabel=stage.ylabel))
+        same(Export.of(spec_of(stage_figure(stage, lang=lang)), "I am sam", name, context="paper-base"), old)
+    assert by_key["weights"].colorscale == "Viridis" and by_key["memory"].colorscale == "RdBu_r"

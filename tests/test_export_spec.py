@@ -283,3 +283,222 @@ def test_generation_grids_export_as_the_generation_tab_did(lang):
     same(Export.of(spec_of(vc.sink(by_layer, lang=lang, step=2)), "Hi", "sink-by-step"),
          Export(by_layer, [t("ex.layer_n", lang, i=i) for i in range(3)], [str(i) for i in range(5)],
                 t("cause.gen.sink_title", lang), "Hi", "sink-by-step"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_head_lab_bars_scatter_lens_and_atlas_export_as_the_head_lab_did(lang):
+    from analysis.atlas import LABELS, TOP_LABELS, Atlas
+    from analysis.flow import FlowResult
+    from analysis.heads import DecoderEffect, EncoderEffect, LogitLens, ValueNorms
+    from i18n import head_name, t
+    from viz import heads as vh
+
+    tokens, model = ["[CLS]", "the", "<script>", "the", "[SEP]"], "minilm <b>"
+    n, rng = len(tokens), np.random.default_rng(1)
+    att = rng.uniform(size=(2, 3, n, n)).astype(np.float32)
+    deff = DecoderEffect(source_tokens=tuple(tokens), task="copy", heads=(("decoder", 0, 1),), mode="zero",
+                         expected=None, output_before=("a",), output_after=("b",), text_before="a", text_after="b",
+                         step=0, top_before=(("a", 0.5),), top_after=(("b", 0.4),),
+                         compared=(("<script>", 0.5, 0.1), ("b", 0.2, 0.4)))
+    rows = deff.top_rows()  # ui/heads.py surgery and next_token_surgery before
+    same(Export.of(spec_of(vh.top_k_bars(deff, lang=lang, model=model)), "s", "head-surgery-top5"),
+         Export(np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
+                [t("heads.viz.before_word", lang), t("heads.viz.after_word", lang)],
+                t("heads.surgery.top5", lang, model=model), "s", "head-surgery-top5"))
+    effect = EncoderEffect(tokens=tuple(tokens), heads=((0, 1),), mode="zero", token_cosine=np.linspace(0.9, 1, n),
+                           sentence_cosine=0.98, attention_before=att, attention_after=att[::-1])
+    same(Export.of(spec_of(vh.token_change_bars(effect, lang=lang, model=model)), "s", "head-surgery-token-change"),
+         Export(effect.token_change[None], ["1 - cos"], list(effect.tokens),
+                t("heads.surgery.token_change", lang, model=model), "s", "head-surgery-token-change"))
+    vn = ValueNorms(tokens=tuple(tokens), special=tuple(x.startswith("[") for x in tokens), weights=att,
+                    norms=att * rng.uniform(size=att.shape).astype(np.float32), value_norms=np.ones((2, 3, n)))
+    share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)  # beyond_weights
+    H = vn.weights.shape[1]
+    same(Export.of(spec_of(vh.special_share_scatter(vn, lang=lang, specials="[CLS]/[SEP]")), "s", "special-shares"),
+         Export(share, [head_name(i // H, i % H, lang) for i in range(len(share))],
+                [t("heads.beyond.weight_share", lang), t("heads.beyond.norm_share", lang)],
+                t("heads.beyond.specials", lang), "s", "special-shares"))
+    fr = FlowResult(tokens=tuple(tokens), token=2, rollout=np.full(n, 1 / n), flow=np.linspace(0, 1, n),
+                    rollout_matrix=np.zeros((2, n, n)))
+    same(Export.of(spec_of(vh.flow_bars(fr, lang=lang)), "s", "attention-flow"),
+         Export(np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lang), t("heads.viz.flow", lang)],
+                list(fr.tokens), t("heads.beyond.flow", lang), "s", "attention-flow"))
+    lens = LogitLens(step=1, prefix=("<bos>",), answer="<script>", layers=(0, 1), answer_prob=np.ones(2),
+                     top_tokens=(("<script>", "a", "b"), ("c", "d", "e")), answer_rank=np.zeros(2),
+                     top_probs=np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1]]))  # float64: kept as given
+    same(Export.of(spec_of(vh.logit_lens_heatmap(lens, lang=lang)), "s", "logit-lens"),
+         Export(lens.top_probs, [t("heads.viz.dec_layer", lang, i=la) for la in lens.layers],
+                [f"top {k + 1}" for k in range(lens.top_probs.shape[1])], t("heads.beyond.lens", lang), "s",
+                "logit-lens"))
+    L, H = 2, 3
+    top = tuple(tuple(TOP_LABELS[(la * H + h) % len(TOP_LABELS)] for h in range(H)) for la in range(L))
+    at = Atlas(model="<script>", sentences=("a",), n_coref=0, per_sentence={}, top_label=top, seconds=0.0,
+               scores={k: np.full((L, H), 0.5) for k in (*LABELS, "coref_mass")})
+    idx = at.top_label_index().astype(float)  # ui/heads.py atlas before (its axes helper: layer / head names)
+    same(Export.of(spec_of(vh.atlas_grid(at, chosen=[(0, 1)], lang=lang)), "", "head-atlas"),
+         Export(idx, [t("ex.layer_n", lang, i=i) for i in range(L)], [t("ex.head_n", lang, i=h) for h in range(H)],
+                t("heads.atlas.export", lang), filename="head-atlas"))
+    assert idx.dtype == np.float64 and sorted(set(idx.ravel())) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def decoding_run(steps: int = 3, task: str | None = "copy", model: str = "seq2seq-tiny"):
+    """A small synthetic DecodingRun (a hostile token among its inputs) with an SSRU's forget gates beside it."""
+    from analysis.decoding import DecodingRun, Step
+
+    rng = np.random.default_rng(4)
+    src, outs, out = ["<copy>", "the", "<script>", "cat", "<eos>"], ["the", "<script>", "<eos>"][:steps], []
+    for s in range(1, steps + 1):
+        sa = rng.uniform(size=(2, 4, s, s)) * np.tril(np.ones((s, s)))
+        cr = rng.uniform(size=(2, 4, len(src)))
+        out.append(Step(inputs=["<bos>", *outs[: s - 1]], self_attention=(sa / sa.sum(-1, keepdims=True)).astype(
+            np.float32), cross_row=(cr / cr.sum(-1, keepdims=True)).astype(np.float32),
+            top_tokens=[outs[s - 1], "<b>", "a", "b", "c"], chosen=outs[s - 1],
+            top_probs=np.array([0.6, 0.2, 0.1, 0.06, 0.04], dtype=np.float32)))
+    return DecodingRun(task=task, mode="greedy", source_tokens=src, steps=tuple(out), expected=outs, model=model,
+                       forget_gates=rng.uniform(size=(2, steps, 6)).astype(np.float32))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("task,teacher,head", [("copy", False, 1), (None, True, "mean")])
+def test_decoding_figures_export_as_the_encoder_decoder_page_did(lang, task, teacher, head):
+    from i18n import t
+    from viz import alignment as va
+    from viz import seq2seq as vs
+
+    run, step, layer = decoding_run(task=task), 2, 1
+    title = " · ".join(x for x in (run.model, run.task, vs.head_name(layer, head, lang)) if x)  # ui/seq2seq.py figures
+    name = f"{run.model}-{run.task}" if run.task else run.model
+    fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher, lang=lang)
+    same(Export.of(spec_of(fig), "s", f"{name}-decoder-self-step{step}"),
+         Export(mat, labels, labels, t("s2s.fig.self", lang, where=title), "s", f"{name}-decoder-self-step{step}",
+                heatmap=dict(masked=blocked, vmin=0, vmax=1)))
+    assert mat.shape == ((3, 3) if teacher else (2, 2)) and blocked[0, 1] and not blocked[1, 0]
+    fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lang=lang)
+    same(Export.of(spec_of(fig), "s", f"{name}-cross-step{step}"),
+         Export(cmat, rows, run.source_tokens, t("s2s.fig.cross", lang, where=title), "s", f"{name}-cross-step{step}",
+                heatmap=dict(vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lang),
+                             ylabel=t("s2s.axis.input", lang))))
+    probs, prow, pcol = vs.topk_table(run)
+    same(Export.of(spec_of(vs.topk_figure(run, step, lang=lang)), "s", f"{name}-top5"),
+         Export(probs, prow, pcol, t("s2s.export.topk", lang, model=run.model), "s", f"{name}-top5",
+                heatmap=dict(vmin=0, vmax=1)))
+    gates, s = run.forget_gates[layer, :step], run.steps[step - 1]  # ui/seq2seq.py ssru_figure
+    ftitle = t("s2s.fig.forget", lang, layer=layer, step=step)
+    same(Export.of(spec_of(va.forget_gate_figure(s.inputs, gates, lang=lang, title=ftitle)), "s", "g"),
+         Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs), ftitle, "s", "g",
+                heatmap=dict(vmin=0, vmax=1)))
+    weights, out = vs.pick(run.cross_matrix(len(run.steps)), layer, head), run.output_tokens  # alignment
+    where = vs.head_name(layer, head, lang)
+    kw = dict(lang=lang, merge=True, drop_special=True, source_special=[x == "</s>" for x in run.source_tokens],
+              target_special=[x == "</s>" for x in out], title=t("s2s.fig.alignment", lang, where=where))
+    old = Export(weights, list(out), list(run.source_tokens), t("s2s.fig.alignment", lang, where=where), "s",
+                 f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1))
+    for fig in (va.alignment_lines_figure(run.source_tokens, out, weights, threshold=0.3, **kw),
+                va.alignment_matrix_figure(run.source_tokens, out, weights, **kw)):
+        same(Export.of(spec_of(fig), "s", f"{run.model}-alignment"), old)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_tour_next_token_and_forget_gate_export_as_the_tour_did(lang):
+    from i18n import t
+    from viz import alignment as va
+    from viz import tour as vt
+    from viz.theme import esc
+
+    probs, shown = [0.5, 0.25, 0.125], ["␣the", "<b>", "↵"]  # ui/tour_decoder.py _own_output before
+    title = t("tour.dec.fig.next", lang, model="gpt2 <x>", k=len(shown))
+    fig = vt.ranked_bars(probs, shown, answer=0, title=esc(title, 200), ylabel=t("tour.axis.probability", lang),
+                         export_title=title)
+    same(Export.of(spec_of(fig), "s", "gpt2-next-token"),
+         Export(np.array([probs]), [t("tour.axis.probability", lang)], shown, title, "s", "gpt2-next-token"))
+    run, step, layer, name = decoding_run(), 2, 1, "opus-en-pt"  # ui/tour_decoder.py _forget_gate before
+    s, gates = run.steps[step - 1], run.forget_gates[layer, :step]
+    title = t("trpages.tour.fig.forget", lang, layer=layer, step=step)
+    fig = va.forget_gate_figure(s.inputs, gates, lang=lang, title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>",
+                                export_title=title)
+    filename = f"{name}-forget-gate-L{layer}-step{step}"
+    same(Export.of(spec_of(fig), "s", filename, context=name),
+         Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs), f"{name} · {title}", "s", filename,
+                heatmap=dict(vmin=0, vmax=1)))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_next_token_bars_export_as_the_explorer_did(lang):
+    from i18n import t
+    from viz.next_token import next_token_figure
+
+    shown, probs = ["␣the", "<b>", "␣the"], [0.5, 0.3, 0.2]  # a repeated label kept twice; ui/explorer.py before
+    same(Export.of(spec_of(next_token_figure(shown, probs, lang=lang)), "s", "gpt2-next-token"),
+         Export(np.array([probs]), [t("ex.next.prob", lang)], shown, t("ex.next.fig", lang, k=3), "s",
+                "gpt2-next-token"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_cause_bars_residual_and_costs_export_as_the_cause_tab_did(lang):
+    from i18n import t
+    from ui.widgets import layer_head
+
+    rng = np.random.default_rng(6)
+    head, mlp, bias = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=3)  # ui/cause.py dla before
+    title = t("cause.dla.parts_title", lang)
+    per_layer = np.stack([head.sum(1) + bias, mlp])
+    same(Export.of(spec_of(vc.dla_parts(head, mlp, bias, 0.5, title=title, lang=lang)), "clean", "dla-layers"),
+         Export(per_layer, [t("cause.dla.heads", lang), t("cause.dla.mlps", lang)], ["0", "1", "2"], title, "clean",
+                "dla-layers"))
+    grid = rng.normal(size=(3, 4))  # float64, drawn as float32; ui/cause.py patching before
+    clean, corrupt = ["<s>", "Paris", "is", "in"], ["<s>", "Rome", "is", "in"]
+    title = t("cause.patch.residual_title", lang)
+    fig = vc.residual_grid(grid, clean, corrupt, title=title, colorbar="Δ", lang=lang, zmax=None)
+    same(Export.of(spec_of(fig), "a / b", "patching-residual"),
+         Export(grid, [t("ex.layer_n", lang, i=i) for i in range(3)], clean, title, "a / b", "patching-residual"))
+    values = {t("cause.picked.dla", lang): 0.25, t("cause.picked.patch_raw", lang): -0.125}  # ui/cause.py picked
+    name = layer_head(2, 1, lang, 0)
+    same(Export.of(spec_of(vc.head_bars(values, title=name)), "clean", "picked-head"),
+         Export(np.array([list(values.values())]), [name], list(values), name, "clean", "picked-head"))
+    c = {"cache_kib": np.array([1.0, 2.0, 3.0]), "macs_cached": np.array([10, 20, 30]),  # ui/generation.py costs
+         "macs_full": np.array([10, 40, 90]), "ms_cached": np.array([0.5, 0.6, 0.7]),
+         "ms_full": np.array([0.5, np.nan, 1.5])}
+    keys = {"cache": ("cache_kib",), "macs": ("macs_cached", "macs_full"), "time": ("ms_cached", "ms_full")}
+    for which in ("cache", "macs", "time"):
+        mat = np.stack([np.asarray(c[x], dtype=float) for x in keys[which]])
+        same(Export.of(spec_of(vc.costs(c, which=which, lang=lang)), "Hi", f"cost-{which}"),
+             Export(mat, list(keys[which]), ["0", "1", "2"], t(f"cause.gen.cost_{which}", lang), "Hi", f"cost-{which}"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_teacher_forcing_figures_export_as_the_training_page_did(lang):
+    from analysis.training import StepLogits, TeacherForcing
+    from i18n import t
+    from viz import training as vt
+
+    rng = np.random.default_rng(8)
+    dec, cols = ("<bos>", "a", "<b>"), ("a", "<b>", "<eos>")
+    probs = rng.uniform(size=(3, 3)).astype(np.float32)
+    logits = StepLogits(columns=cols, probs=probs, label_prob=probs[:, 0], loss=np.ones(3), argmax=cols, mean_loss=1.5)
+    tf = TeacherForcing(task="copy", source=("a", "<b>", "<eos>"), decoder_input=dec, labels=cols,
+                        mask=np.tril(np.ones((3, 3), dtype=bool)), untrained=logits, trained=logits)
+    same(Export.of(spec_of(vt.mask_figure(tf, lang=lang)), "a <b>", "training-look-ahead-mask"),
+         Export(tf.mask.astype(float), list(dec), list(dec), t("train.tf.mask_fig", lang), "a <b>",
+                "training-look-ahead-mask"))  # ui/training_page.py teacher_tab before
+    title = t("train.tf.logits_fig", lang, which=t("train.tf.trained", lang), loss=1.5)
+    same(Export.of(spec_of(vt.logits_figure(tf, logits, title, lang=lang)), "a <b>", "training-logits-trained"),
+         Export(logits.probs, list(dec), list(logits.columns), title, "a <b>", "training-logits-trained"))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_cross_glance_stages_export_as_step_by_step_did(paper_base, lang):
+    from analysis.stages import attention_steps
+    from viz.steps import build_stages, stage_figure
+
+    trace = paper_base.trace("I am sam", intermediates=True, target="I am sam")
+    rows, cols = trace.axis_tokens("cross")
+    by_key = {s.key: s for s in build_stages(attention_steps(paper_base, trace, "cross", 4, 7), rows, cols, head=7,
+                                             n_heads=8, block="cross", lang=lang)}
+    for key in ("memory", "weights"):  # ui/steps_page.py cross_glance before
+        stage, name = by_key[key], f"paper-base-L4-H7-cross-{key}"
+        assert stage.masked is None  # what the old Export left out: neither stage draws a blocked cell
+        old = Export(stage.matrix, stage.rows, stage.cols, f"paper-base · {stage.title} ({stage.shape})", "I am sam",
+                     name, heatmap=dict(cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r",
+                                        xlabel=stage.xlabel, ylabel=stage.ylabel))
+        same(Export.of(spec_of(stage_figure(stage, lang=lang)), "I am sam", name, context="paper-base"), old)
+    assert by_key["weights"].colorscale == "Viridis" and by_key["memory"].colorscale == "RdBu_r"

@@ -28,7 +28,7 @@ from .generation import needs_language_model, shown_tokens
 from .state import safe_callback
 from .store import results
 from .view import K_HEAD, K_LAYER, View, md_escape
-from .widgets import Export, chart, head_from_selection, layer_head, rename_columns, shared_kv, table
+from .widgets import chart, head_from_selection, layer_head, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 K_CLEAN, K_CORRUPT, K_TARGET, K_FOIL = "hl_clean", "hl_corrupt", "hl_target", "hl_foil"
@@ -102,10 +102,8 @@ def attribution(view: View, clean: str, target: str, foil: str):
     c1, c2 = st.columns([3, 2])
     with c1:
         title = t("cause.dla.parts_title", lg)
-        per_layer = np.stack([a.head.sum(1) + a.attn_bias, a.mlp])
         chart(vc.dla_parts(a.head, a.mlp, a.attn_bias, a.embed, title=title, lecture=view.lecture, lang=lg),
-              "cause_dla_parts", Export(per_layer, [t("cause.dla.heads", lg), t("cause.dla.mlps", lg)],
-                                        [str(i) for i in range(per_layer.shape[1])], title, clean, "dla-layers"))
+              "cause_dla_parts", subtitle=clean, filename="dla-layers")  # the heads' and MLPs' rows
     with c2:
         rows = [{"rank": r, "head": layer_head(la, h, lg, shared_kv(view.model, h)), "part": round(v, 3)}
                 for r, (la, h, v) in enumerate(a.top_heads(8), start=1)]
@@ -197,8 +195,7 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
         clean_tokens, corrupt_tokens = [spelled(x) for x in p.clean_tokens], [spelled(x) for x in p.corrupt_tokens]
         chart(vc.residual_grid(grid, clean_tokens, corrupt_tokens, title=title, colorbar=bar,
                                lecture=view.lecture, lang=lg, zmax=1.0 if normalised else None), "cause_patch_resid",
-              Export(grid, [t("ex.layer_n", lg, i=i) for i in range(grid.shape[0])], clean_tokens, title,
-                     f"{clean} / {corrupt}", "patching-residual"))
+              subtitle=f"{clean} / {corrupt}", filename="patching-residual")
     st.caption(t("cause.patch.note", lg))
     st.button(t("cause.patch.save", lg), key="cause_save", on_click=_save, args=(key, cause.patching_to_json(p)),
               icon=":material/add_to_queue:", help=t("cause.patch.save_help", lg))
@@ -235,8 +232,7 @@ def picked(view: View, clean: str, a, p) -> None:
     with c2:
         if values:
             chart(vc.head_bars(values, title=layer_head(layer, head, lg, kv), lecture=view.lecture),
-                  "cause_head_bars", Export(np.array([list(values.values())]), [layer_head(layer, head, lg, kv)],
-                                            list(values), layer_head(layer, head, lg, kv), clean, "picked-head"))
+                  "cause_head_bars", subtitle=clean, filename="picked-head")
             if a is not None:
                 rank = int((np.abs(a.head) > abs(a.head[layer, head])).sum()) + 1
                 st.caption(t("cause.picked.rank", lg, rank=rank, n=a.head.size))

@@ -287,8 +287,7 @@ def next_token_panel(view: View) -> None:
     shown = shown_tokens(view)
     if tokens:  # byte-level pieces as text ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣"), at the theme's sizes (lecture mode too)
         fig = next_token_figure([shown(x) for x in tokens], probs, lecture=view.lecture, lang=lg)
-        chart(fig, "ex_next", Export(np.array([probs]), [t("ex.next.prob", lg)], [shown(x) for x in tokens],
-                                     t("ex.next.fig", lg, k=len(tokens)), view.text, f"{view.model_name}-next-token"))
+        chart(fig, "ex_next", subtitle=view.text, filename=f"{view.model_name}-next-token")
     # the continuation grows on request, one step (one forward) per click: a new sentence costs one forward here,
     # not eight (see ui.runs.greedy_continuation)
     key, here = "_hl_next_n", (view.model_name, view.text)

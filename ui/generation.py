@@ -20,7 +20,7 @@ from viz import cause as vc
 from . import runs
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, md_escape
-from .widgets import Export, chart, rename_columns, shared_kv, table
+from .widgets import chart, rename_columns, shared_kv, table
 
 URL = dict(bind="query-params")
 LANGUAGE_MODEL = models_with(next_token=True)[0]  # offered where the sidebar's model cannot generate (SmolLM2)
@@ -176,11 +176,8 @@ def costs(view: View, gen, k: int) -> None:
     cols = st.columns(3)
     for col, which in zip(cols, ("cache", "macs", "time")):
         with col:
-            fig = vc.costs(c, which=which, lecture=view.lecture, lang=lg)
-            keys = {"cache": ("cache_kib",), "macs": ("macs_cached", "macs_full"), "time": ("ms_cached", "ms_full")}
-            mat = np.stack([np.asarray(c[x], dtype=float) for x in keys[which]])
-            chart(fig, f"gen_cost_{which}", Export(mat, list(keys[which]), [str(i) for i in range(mat.shape[1])],
-                                                   t(f"cause.gen.cost_{which}", lg), gen.prompt, f"cost-{which}"))
+            chart(vc.costs(c, which=which, lecture=view.lecture, lang=lg), f"gen_cost_{which}", subtitle=gen.prompt,
+                  filename=f"cost-{which}")  # the series it draws, a row each
     st.caption(t("cause.gen.costs_caption", lg))
 
 

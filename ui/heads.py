@@ -20,7 +20,7 @@ from . import runs
 from .readable import MULTILINGUAL
 from .state import available_models, safe_callback
 from .view import K_MODEL, View, is_translator, md_escape
-from .widgets import Export, chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
+from .widgets import chart, layer_head, localised_tabs, model_specials, rename_columns, shared_kv, table
 
 TAB_KEYS = ["heads.tab.pairs", "heads.tab.surgery", "heads.tab.beyond", "heads.tab.atlas", "e5.tab.crosslingual",
             "heads.tab.circuits", "heads.tab.generation", "heads.tab.cause"]  # the last two: ui/generation.py, cause.py
@@ -101,12 +101,6 @@ def head_option_label(option: str, lang: str, model=None) -> str:
                      kv=shared_kv(model, int(head), block or "decoder_self"))
 
 
-def axes(grid, lang: str = "en") -> tuple[list[str], list[str]]:
-    """Row and column labels of a layer x head grid."""
-    return ([t("ex.layer_n", lang, i=i) for i in range(grid.shape[0])],
-            [t("ex.head_n", lang, i=h) for h in range(grid.shape[1])])
-
-
 @safe_callback
 def korean_pair() -> None:
     """The Korean minimal pair, on the model that reads Korean (a callback: it may change the sidebar's model)."""
@@ -180,18 +174,14 @@ def surgery(view: View) -> None:
                 (st.success if effect.exact_after else st.warning)(
                     t("heads.surgery.still" if effect.exact_after else "heads.surgery.no_longer", lg,
                       task=task_label(task, lg)))
-        rows = effect.top_rows()
-        chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
-            np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
-            [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
-            t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
+        chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg, model=view.model_name), "hl_topk",
+              subtitle=view.text, filename="head-surgery-top5")
         return
     if view.model.kind == "decoder":  # GPT-2: the next-token distribution and the greedy continuation first
         next_token_surgery(view, picked, mode)
     effect = runs.encoder_effect(view.model_name, view.device, view.text, picked, mode)
-    chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg), "hl_tokens", Export(
-        effect.token_change[None], ["1 - cos"], list(effect.tokens),
-        t("heads.surgery.token_change", lg, model=view.model_name), view.text, "head-surgery-token-change"))
+    chart(vh.token_change_bars(effect, lecture=view.lecture, lang=lg, model=view.model_name), "hl_tokens",
+          subtitle=view.text, filename="head-surgery-token-change")
     before_after_maps(view, effect, picked)
     if st.toggle(t("heads.surgery.rank", lg), key="hl_rank"):
         grid = runs.rank_heads(view.model_name, view.device, view.text, mode)
@@ -267,11 +257,8 @@ def next_token_surgery(view: View, picked: tuple, mode: str) -> None:
     st.code(t("heads.surgery.outputs", lg, before=effect.text_before, after=effect.text_after), language=None)
     same = effect.output_before == effect.output_after
     (st.success if same else st.warning)(t("heads.surgery.next_same" if same else "heads.surgery.next_changed", lg))
-    rows = effect.top_rows()
-    chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg), "hl_topk", Export(
-        np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
-        [t("heads.viz.before_word", lg), t("heads.viz.after_word", lg)],
-        t("heads.surgery.top5", lg, model=view.model_name), view.text, "head-surgery-top5"))
+    chart(vh.top_k_bars(effect, lecture=view.lecture, lang=lg, model=view.model_name), "hl_topk",
+          subtitle=view.text, filename="head-surgery-top5")
     st.caption(t("heads.note.next", lg))
 
 
@@ -283,20 +270,15 @@ def beyond_weights(view: View) -> None:
     for col, fig, key in zip(st.columns(2), figs, ("hl_weights", "hl_norms")):
         with col:  # the weights and the value norms (vh.value_norm_heatmaps describes them)
             chart(fig, key, subtitle=view.text, filename=f"value-{key[3:]}")
-    share = np.stack([vn.special_weight_share.ravel(), vn.special_norm_share.ravel()], axis=1)
-    H = vn.weights.shape[1]
-    chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special", Export(
-        share, [head_name(i // H, i % H, lg) for i in range(len(share))],
-        [t("heads.beyond.weight_share", lg), t("heads.beyond.norm_share", lg)], t("heads.beyond.specials", lg),
-        view.text, "special-shares"))
+    chart(vh.special_share_scatter(vn, lecture=view.lecture, lang=lg, specials=model_specials(view)), "hl_special",
+          subtitle=view.text, filename="special-shares")  # both shares, a row per head
     try:
         fr = runs.attention_flow(view.model_name, view.device, view.text, view.token)
     except InputError as exc:
         input_error(exc, lg)
     else:
-        chart(vh.flow_bars(fr, lecture=view.lecture, lang=lg), "hl_flow", Export(
-            np.stack([fr.rollout, fr.flow]), [t("heads.viz.rollout", lg), t("heads.viz.flow", lg)], list(fr.tokens),
-            t("heads.beyond.flow", lg), view.text, "attention-flow"))
+        chart(vh.flow_bars(fr, lecture=view.lecture, lang=lg), "hl_flow", subtitle=view.text,
+              filename="attention-flow")
         st.caption(t("heads.note.flow", lg))
     if view.model.config.is_encoder_decoder or view.model.kind == "decoder":
         if view.model.kind == "decoder":  # GPT-2: every layer read at the sentence's last position
@@ -307,9 +289,8 @@ def beyond_weights(view: View) -> None:
             lens = runs.logit_lens(view.device, view.text, task,
                                     int(st.number_input(t("heads.beyond.step", lg), 0, 64, 0, key="hl_lens_step")),
                                     view.model_name)
-        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", Export(
-            lens.top_probs, [t("heads.viz.dec_layer", lg, i=la) for la in lens.layers], [f"top {k + 1}" for k in range(lens.top_probs.shape[1])],
-            t("heads.beyond.lens", lg), view.text, "logit-lens"))
+        chart(vh.logit_lens_heatmap(lens, lecture=view.lecture, lang=lg), "hl_lens", subtitle=view.text,
+              filename="logit-lens")
         st.caption(t("heads.note.lens", lg))
     else:
         st.info(t("heads.beyond.no_lens", lg))
@@ -319,10 +300,8 @@ def atlas(view: View) -> None:
     lg = view.lang
     at = runs.head_atlas(view.model_name, view.device,
                           **({"task": "copy"} if has_tasks(view) else {}))
-    idx = at.top_label_index().astype(float)
     chart(vh.atlas_grid(at, chosen=[(view.layer, view.head)], lecture=view.lecture, lang=lg,
-                         specials=model_specials(view)), "hl_atlas", Export(
-        idx, *axes(idx, lg), t("heads.atlas.export", lg), filename="head-atlas"))
+                        specials=model_specials(view)), "hl_atlas", filename="head-atlas")  # top label indices
     st.markdown(t("heads.atlas.best", lg, where=layer_head(view.layer, view.head, lg)))
     examples = at.examples(view.layer, view.head)
     examples = [{**r, "label": t(f"heads.atlas.{r['label']}", lg, specials=model_specials(view))} for r in examples]

@@ -28,7 +28,7 @@ from .view import (
     model_label,
     show_value,
 )
-from .widgets import Export, chart
+from .widgets import chart
 
 MODEL = models_with(tasks=True)[0]  # seq2seq-tiny: trained here on copy / reverse / swap
 # the link's name of each widget of this page (ui/deckfile.py S2S_QUERY): s2s_* in the URL, as no other page uses
@@ -193,32 +193,25 @@ def figures(view: View, run: DecodingRun, step: int, layer: int, head: int | str
     s, lg = run.steps[step - 1], view.lang
     st.markdown(t("s2s.step_of", lg, i=step, n=len(run.steps), k=len(s.inputs)))
     st.code(" ".join(s.inputs) + f"   →   {s.chosen}", language=None, wrap_lines=True)
-    title = " · ".join(x for x in (run.model, run.task, vs.head_name(layer, head, lg)) if x)
     name = f"{run.model}-{run.task}" if run.task else run.model
     left, right = st.columns(2)
-    with left:
+    with left:  # each figure exports what it draws, under the model, task and head (viz/seq2seq.py describes it)
         if run.has_self_attention:
-            fig, mat, blocked, labels = vs.self_attention_figure(run, step, layer, head, full=teacher,
-                                                                 lecture=view.lecture, lang=lg, width=column_width(2))
-            chart(fig, "s2s_self", Export(mat, labels, labels, t("s2s.fig.self", lg, where=title), view.text,
-                                          f"{name}-decoder-self-step{step}",
-                                          heatmap=dict(masked=blocked, vmin=0, vmax=1)))
+            fig = vs.self_attention_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg,
+                                           width=column_width(2))[0]
+            chart(fig, "s2s_self", subtitle=view.text, filename=f"{name}-decoder-self-step{step}")
         else:  # an SSRU decoder: no self-attention to draw, its forget gate instead
             ssru_figure(view, run, step, layer, name)
     with right:
-        fig, cmat, rows = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg,
-                                          width=column_width(2))
-        chart(fig, "s2s_cross", Export(cmat, rows, run.source_tokens, t("s2s.fig.cross", lg, where=title), view.text,
-                                       f"{name}-cross-step{step}", heatmap=dict(
-                                           vmin=0, vmax=1, xlabel=t("s2s.axis.source_short", lg),
-                                           ylabel=t("s2s.axis.input", lg))))
+        fig = vs.cross_figure(run, step, layer, head, full=teacher, lecture=view.lecture, lang=lg,
+                              width=column_width(2))[0]
+        chart(fig, "s2s_cross", subtitle=view.text, filename=f"{name}-cross-step{step}")
     left, right = st.columns(2)
     left.plotly_chart(vs.cross_row_figure(run, step, layer, head, lecture=view.lecture, lang=lg,
                                           width=column_width(2)), key="s2s_row")
-    with right:
-        probs, prow, pcol = vs.topk_table(run)
-        chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg, width=column_width(2)), "s2s_topk", Export(
-            probs, prow, pcol, t("s2s.export.topk", lg, model=run.model), view.text, f"{name}-top5", heatmap=dict(vmin=0, vmax=1)))
+    with right:  # every step's top 5 (vs.topk_table)
+        chart(vs.topk_figure(run, step, lecture=view.lecture, lang=lg, width=column_width(2)), "s2s_topk",
+              subtitle=view.text, filename=f"{name}-top5")
     st.caption(t("s2s.figures_caption" if run.has_self_attention else "s2s.figures_caption_ssru", lg))
 
 
@@ -231,9 +224,7 @@ def ssru_figure(view: View, run: DecodingRun, step: int, layer: int, name: str) 
     gates = run.forget_gates[layer, :step]  # (t, d): the inputs so far
     fig = va.forget_gate_figure(s.inputs, gates, lang=lg, lecture=view.lecture, width=column_width(2),
                                 title=t("s2s.fig.forget", lg, layer=layer, step=step))
-    chart(fig, "s2s_forget", Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs),
-                                    t("s2s.fig.forget", lg, layer=layer, step=step), view.text,
-                                    f"{name}-forget-gate-L{layer}-step{step}", heatmap=dict(vmin=0, vmax=1)))
+    chart(fig, "s2s_forget", subtitle=view.text, filename=f"{name}-forget-gate-L{layer}-step{step}")
     st.caption(va.forget_gate_caption(lg))
 
 
@@ -260,9 +251,7 @@ def alignment(view: View, run: DecodingRun, layer: int, head: int | str) -> None
     else:
         fig = va.alignment_matrix_figure(run.source_tokens, out, weights, **kw)
         caption = va.alignment_matrix_caption(lg)
-    chart(fig, f"s2s_align_{kind}", Export(weights, list(out), list(run.source_tokens),
-                                           t("s2s.fig.alignment", lg, where=where), view.text,
-                                           f"{run.model}-alignment", heatmap=dict(vmin=0, vmax=1)))
+    chart(fig, f"s2s_align_{kind}", subtitle=view.text, filename=f"{run.model}-alignment")  # the weights as given
     st.caption(caption)
 
 

@@ -14,7 +14,7 @@ from viz.theme import column_width
 from . import runs
 from .layer_view import draw_figures, output_check
 from .view import View
-from .widgets import Export, chart, layer_head, localised_tabs, table
+from .widgets import chart, layer_head, localised_tabs, table
 
 
 def block_label(block: str, lang: str) -> str:
@@ -138,11 +138,9 @@ def cross_glance(view: View, steps: dict, head: int, lang: str) -> None:
         stage = by_key[key]
         with col:
             st.markdown(f"**{stage.title}** · `{stage.shape}`")
-            chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=column_width(2)), f"steps_cross_{key}", Export(
-                stage.matrix, stage.rows, stage.cols, f"{view.model_name} · {stage.title} ({stage.shape})", view.text,
-                f"{view.model_name}-L{view.layer}-H{head}-cross-{key}",
-                heatmap=dict(cmap="viridis" if stage.colorscale == "Viridis" else "RdBu_r", xlabel=stage.xlabel,
-                             ylabel=stage.ylabel)))
+            chart(stage_figure(stage, lecture=view.lecture, lang=lang, width=column_width(2)), f"steps_cross_{key}",
+                  subtitle=view.text, filename=f"{view.model_name}-L{view.layer}-H{head}-cross-{key}",
+                  context=view.model_name)  # the stage as stage_figure describes it (neither stage is masked)
 
 
 def post_norm_figures(sub: dict, norm: str, tokens: list[str], title: str, lang: str, lecture: bool) -> dict:

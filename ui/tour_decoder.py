@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import streamlit as st
 
 from i18n import t
@@ -139,9 +138,8 @@ def _own_output(view: View, lg: str) -> None:
              else x for x in tokens]
     title = t("tour.dec.fig.next", lg, model=view.model_name, k=len(tokens))
     fig = vt.ranked_bars(probs, shown, answer=0, title=esc(title, 200), ylabel=t("tour.axis.probability", lg),
-                         lecture=view.lecture)
-    chart(fig, "tour_own_next", Export(np.array([probs]), [t("tour.axis.probability", lg)], shown,
-                                       title, view.text, f"{view.model_name}-next-token"))
+                         lecture=view.lecture, export_title=title)
+    chart(fig, "tour_own_next", subtitle=view.text, filename=f"{view.model_name}-next-token")
     st.markdown(t("tour.dec.next_emits", lg, model=view.model_name, token=md_escape(shown[0]), p=probs[0]))
 
 
@@ -219,8 +217,6 @@ def _forget_gate(view: View, run, step: int, layer: int, name: str, lg: str) -> 
     gates = run.forget_gates[layer, :step]  # (t, d): the decoder inputs so far
     title = t("trpages.tour.fig.forget", lg, layer=layer, step=step)
     fig = va.forget_gate_figure(s.inputs, gates, lang=lg, lecture=view.lecture,
-                                title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>")
-    chart(fig, "tour_forget", Export(gates.T, [f"c{i}" for i in range(gates.shape[1])], list(s.inputs),
-                                     f"{name} · {title}", view.text, f"{name}-forget-gate-L{layer}-step{step}",
-                                     heatmap=dict(vmin=0, vmax=1)))
+                                title=f"{esc(title, 120)}<br><sup>{va.FORMULA}</sup>", export_title=title)
+    chart(fig, "tour_forget", subtitle=view.text, filename=f"{name}-forget-gate-L{layer}-step{step}", context=name)
     st.caption(va.forget_gate_caption(lg))

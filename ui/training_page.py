@@ -19,7 +19,7 @@ from viz.theme import column_width
 
 from .store import memo
 from .view import View, md_escape, show_value
-from .widgets import Export, chart, localised_tabs, table
+from .widgets import chart, localised_tabs, table
 
 TAB_KEYS = ["train.tab.schedule", "train.tab.smoothing", "train.tab.teacher", "train.tab.dropout", "train.tab.run",
             "train.tab.live"]
@@ -225,17 +225,15 @@ def teacher_section(view: View, task: str) -> None:
     cols = st.columns(1 if view.lecture else 2)
     width = column_width(len(cols))
     with cols[0]:
-        chart(vt.mask_figure(tf, lang=lg, lecture=view.lecture, width=width), "train_tf_mask",
-              Export(tf.mask.astype(float), list(tf.decoder_input), list(tf.decoder_input),
-                     t("train.tf.mask_fig", lg), sentence, "training-look-ahead-mask"))
+        chart(vt.mask_figure(tf, lang=lg, lecture=view.lecture, width=width), "train_tf_mask", subtitle=sentence,
+              filename="training-look-ahead-mask")
     which = cols[-1].radio(t("train.tf.which", lg), ("untrained", "trained"), index=1, horizontal=True,
                            key="train_tf_which", format_func=lambda k: t(f"train.tf.{k}", lg))
     logits = tf.trained if which == "trained" else tf.untrained
     title = t("train.tf.logits_fig", lg, which=t(f"train.tf.{which}", lg), loss=logits.mean_loss)
     with cols[-1]:
         chart(vt.logits_figure(tf, logits, title, lang=lg, lecture=view.lecture, width=width), "train_tf_logits",
-              Export(logits.probs, list(tf.decoder_input), list(logits.columns), title, sentence,
-                     f"training-logits-{which}"))
+              subtitle=sentence, filename=f"training-logits-{which}")
     st.plotly_chart(vt.position_loss_figure(tf, lang=lg, lecture=view.lecture), key="train_tf_loss")
     st.markdown(t("train.tf.why", lg))
 

@@ -36,6 +36,7 @@ import plotly.graph_objects as go
 
 from i18n import t as tr
 
+from .export_spec import ExportSpec, attach
 from .heatmap import axis_labels, heatmap
 from .theme import (
     PAGE_WIDTH,
@@ -182,7 +183,7 @@ def alignment_matrix_figure(source_tokens: Sequence[str], target_tokens: Sequenc
     on y (first at the top), cell = word_alignment of `weights` (T target tokens, N source tokens; row t is the
     cross-attention of the decoder step whose token is target_tokens[t]). `merge=False` keeps the pieces. Hover: both
     words (with their pieces when merged) and the weight, in `lang`. `title` must be escaped (default: the
-    catalogue's)."""
+    catalogue's). Both alignment figures export `weights` as given (pieces, specials kept), 0 to 1, under `title`."""
     src, tgt, m = _prepare(source_tokens, target_tokens, weights, merge, drop_special, source_special,
                            target_special)
     unit = "word" if merge else "token"
@@ -198,7 +199,12 @@ def alignment_matrix_figure(source_tokens: Sequence[str], target_tokens: Sequenc
                    colorscale=COLORSCALE, zmin=0.0, zmax=1.0, xlabel=xlabel, ylabel=ylabel, lecture=lecture,
                    colorbar_title=tr("align.axis.weight", lang), hover=hover, lang=lang, width=width,
                    max_side=max(512, *m.shape), extra_trace={"customdata": custom},
-                   height=int(min(900, max(320, 24 * len(rows) + 190))))
+                   height=int(min(900, max(320, 24 * len(rows) + 190))),
+                   export=_spec(source_tokens, target_tokens, weights, title))
+
+
+def _spec(source_tokens, target_tokens, weights: np.ndarray, title: str | None) -> ExportSpec:
+    return ExportSpec(weights, list(target_tokens), list(source_tokens), title or "", vmin=0, vmax=1)
 
 
 # ---- the lines -------------------------------------------------------------------------------------------------------
@@ -308,7 +314,7 @@ def alignment_lines_figure(source_tokens: Sequence[str], target_tokens: Sequence
                   xaxis2=dict(common, tickvals=xs, ticktext=src_labels, tickangle=top_angle, side="top",
                               overlaying="x", anchor="y"),
                   yaxis=dict(range=[-0.06, 1.06], visible=False, fixedrange=True))
-    return figure(data, layout)
+    return attach(figure(data, layout), _spec(source_tokens, target_tokens, weights, title))
 
 
 # ---- the SSRU --------------------------------------------------------------------------------------------------------
@@ -361,13 +367,14 @@ FORMULA = "c<sub>t</sub> = f<sub>t</sub> ⊙ c<sub>t−1</sub> + (1 − f<sub>t<
 
 
 def forget_gate_figure(target_tokens: Sequence[str], gates: np.ndarray, *, lang: str = "en", lecture: bool = False,
-                       sort_channels: bool = True, title: str | None = None,
-                       width: int | None = None) -> go.Figure:
+                       sort_channels: bool = True, title: str | None = None, width: int | None = None,
+                       export_title: str | None = None) -> go.Figure:
     """The SSRU's forget gate f_t = σ(W_f x_t + b_f) of one decoder layer: a heatmap of channels (rows; sorted by
     their mean gate with `sort_channels`, hover names the channel) x target positions (columns, `target_tokens`: the
     decoder's inputs, "</s>" first), and under it the mean over channels per position as a line. Near 1 the channel
     keeps its memory c_{t−1}; near 0 it takes the new input W x_t. `gates` (T, d) in [0, 1]. Caption:
-    forget_gate_caption. `title` must be escaped (default: the catalogue's, with the formula under it)."""
+    forget_gate_caption. `title` must be escaped (default: the catalogue's, with the formula under it). It exports
+    `gates` as given, a row per channel (unsorted), 0 to 1, under `export_title` (plain text; default `title`)."""
     g = np.asarray(gates, dtype=np.float32)
     if g.ndim != 2 or g.shape[0] != len(target_tokens):
         raise ValueError(f"gates of shape {g.shape} for {len(target_tokens)} target tokens")
@@ -402,7 +409,9 @@ def forget_gate_figure(target_tokens: Sequence[str], gates: np.ndarray, *, lang:
                               title=dict(text=esc(pos_label))),
                   yaxis2=dict(domain=[0.0, 0.28], range=[0.0, 1.02], tickvals=[0, 0.5, 1], anchor="x2",
                               title=dict(text=esc(tr("align.gate.axis.mean_short", lang)))))
-    return figure([heat, line], layout)
+    spec = ExportSpec(np.asarray(gates).T, [f"c{i}" for i in range(d)], list(target_tokens),
+                      (title or "") if export_title is None else export_title, vmin=0, vmax=1)
+    return attach(figure([heat, line], layout), spec)
 
 
 def ssru_contributions_figure(target_tokens: Sequence[str], gates: np.ndarray, *, lang: str = "en",

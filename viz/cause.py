@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from i18n import head_name
 from i18n import t as tr
 
-from .export_spec import ExportSpec
+from .export_spec import ExportSpec, attach
 from .heads import head_grid
 from .heatmap import heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge
@@ -99,7 +99,7 @@ def kv_groups(kv_map: np.ndarray, *, lecture: bool = False, lang: str = "en") ->
 
 def costs(c: dict, *, which: str, lecture: bool = False, lang: str = "en") -> go.Figure:
     """Per step: which="cache" the cache's KiB (bars); "macs" multiply-adds with and without the cache (log scale);
-    "time" measured milliseconds with and without it."""
+    "time" measured milliseconds with and without it. It exports those series, a row each (named by their keys)."""
     steps = list(range(len(c["cache_kib"])))
     if which == "cache":
         data = [dict(type="bar", x=steps, y=c["cache_kib"].tolist(), marker=dict(color="#4e79a7"),
@@ -116,7 +116,10 @@ def costs(c: dict, *, which: str, lecture: bool = False, lang: str = "en") -> go
     layout.update(xaxis=dict(title=dict(text=tr("cause.gen.step", lang)), dtick=max(1, len(steps) // 10)),
                   yaxis=dict(title=dict(text=ytitle), **({"type": "log"} if which == "macs" else {})),
                   legend=dict(orientation="h", y=-0.3))
-    return figure(data, _fit(layout))
+    keys = {"cache": ("cache_kib",), "macs": ("macs_cached", "macs_full"), "time": ("ms_cached", "ms_full")}[which]
+    mat = np.stack([np.asarray(c[k], dtype=float) for k in keys])
+    return attach(figure(data, _fit(layout)), ExportSpec(mat, list(keys), [str(i) for i in range(mat.shape[1])],
+                                                          tr(f"cause.gen.cost_{which}", lang)))
 
 
 def sink(by_layer: np.ndarray, *, lecture: bool = False, lang: str = "en", step: int | None = None) -> go.Figure:
@@ -136,7 +139,8 @@ def sink(by_layer: np.ndarray, *, lecture: bool = False, lang: str = "en", step:
 # ---- attribution and patching -------------------------------------------------------------------------------------
 def dla_parts(head: np.ndarray, mlp: np.ndarray, attn_bias: np.ndarray, embed: float, *, title: str,
               lecture: bool = False, lang: str = "en") -> go.Figure:
-    """Each layer's heads (their sum, b_O included) and MLP, beside the embeddings, as bars."""
+    """Each layer's heads (their sum, b_O included) and MLP, beside the embeddings, as bars; it exports the heads'
+    and the MLPs' rows (a column per layer) under `title` (plain text)."""
     L = len(mlp)
     x = [tr("cause.dla.embed_short", lang)] + [str(i) for i in range(L)]
     data = [dict(type="bar", x=x, y=[embed] + [None] * L, name=tr("cause.dla.embed", lang),
@@ -148,19 +152,23 @@ def dla_parts(head: np.ndarray, mlp: np.ndarray, attn_bias: np.ndarray, embed: f
     layout = base_layout(lecture, 340, title)
     layout.update(barmode="group", xaxis=dict(type="category", title=dict(text=tr("heads.viz.layer", lang))),
                   yaxis=dict(title=dict(text=tr("cause.dla.part", lang))), legend=dict(orientation="h", y=-0.3))
-    return figure(data, _fit(layout))
+    per_layer = np.stack([head.sum(1) + attn_bias, mlp])
+    return attach(figure(data, _fit(layout)), ExportSpec(per_layer, [tr("cause.dla.heads", lang), tr(
+        "cause.dla.mlps", lang)], [str(i) for i in range(per_layer.shape[1])], title))
 
 
 def residual_grid(values: np.ndarray, clean: list[str], corrupt: list[str], *, title: str, colorbar: str,
                   lecture: bool = False, lang: str = "en", zmax: float | None = None) -> go.Figure:
-    """(L, n) the residual stream patched per layer and position; a position whose tokens differ is starred."""
+    """(L, n) the residual stream patched per layer and position; a position whose tokens differ is starred. It
+    exports `values` as given by the clean tokens (no stars), under `title` (plain text), in its own range."""
     cols = [f"*{c}" if c != x else c for c, x in zip(clean, corrupt)]  # heatmap() escapes and tells twins apart
     v = np.asarray(values, dtype=np.float32)
     m = zmax or (float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0) or 1.0
-    return heatmap(v, [tr("ex.layer_n", lang, i=i) for i in range(v.shape[0])], cols, title=title, colorscale="RdBu",
+    rows = [tr("ex.layer_n", lang, i=i) for i in range(v.shape[0])]
+    return heatmap(v, rows, cols, title=title, colorscale="RdBu",
                    zmin=-m, zmax=m, zmid=0.0, lecture=lecture, lang=lang, text_auto=False,
                    xlabel=tr("cause.patch.position", lang), colorbar_title=colorbar, extra_layout=_fit({}),
-                   height=max(300, 16 * v.shape[0] + 170))
+                   height=max(300, 16 * v.shape[0] + 170), export=ExportSpec(values, rows, list(clean), title))
 
 
 def head_map(att: np.ndarray, tokens: list[str], layer: int, head: int, *, lecture: bool = False,
@@ -175,11 +183,12 @@ def head_map(att: np.ndarray, tokens: list[str], layer: int, head: int, *, lectu
 
 
 def head_bars(values: dict[str, float], *, title: str, lecture: bool = False) -> go.Figure:
-    """A few numbers of one head as horizontal bars (its DLA, its patching effect raw and normalised)."""
+    """A few numbers of one head as horizontal bars (its DLA, its patching effect raw and normalised); it exports
+    them as one row named `title` (plain text)."""
     names = list(values)
     data = [dict(type="bar", orientation="h", y=names, x=[values[k] for k in names], marker=dict(
         color=["#e15759" if (values[k] or 0) < 0 else "#4e79a7" for k in names]),
         text=[f"{values[k]:.3f}" for k in names], textposition="auto", hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
     layout = base_layout(lecture, 260, title)
     layout.update(yaxis=dict(type="category", autorange="reversed"), xaxis=dict(zeroline=True))
-    return figure(data, _fit(layout))
+    return attach(figure(data, _fit(layout)), ExportSpec(np.array([list(values.values())]), [title], names, title))

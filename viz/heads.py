@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from i18n import head_name
 from i18n import t as tr
 
-from .export_spec import ExportSpec
+from .export_spec import ExportSpec, attach
 from .heatmap import axis_labels, heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, merge, number_text
 
@@ -148,10 +148,13 @@ def value_norm_heatmaps(vn, layer: int, head: int, *, lecture: bool = False,
 def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
     """Per head: share of the weight (x) vs share of the norm (y) on special tokens; below the diagonal = the
     head looks at the special tokens ([CLS]/[SEP], <s>/</s>: `specials`, the model's own) but takes little from
-    them."""
+    them. It exports both shares, one row per head."""
     w, s = vn.special_weight_share, vn.special_norm_share
     L, H = w.shape
     names = [head_name(la, h, lang) for la in range(L) for h in range(H)]  # hover text: room for the full name
+    spec = ExportSpec(np.stack([w.ravel(), s.ravel()], axis=1), names,
+                      [tr("heads.beyond.weight_share", lang), tr("heads.beyond.norm_share", lang)],
+                      tr("heads.beyond.specials", lang))
     data = [
         dict(type="scatter", x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#999", dash="dot"),
              hoverinfo="skip", showlegend=False),
@@ -166,11 +169,12 @@ def special_share_scatter(vn, *, lecture: bool = False, lang: str = "en", specia
                                                 specials=esc(specials or tr("notes.specials.none", lang))))
     layout.update(xaxis=dict(title=dict(text=tr("heads.viz.share_weight", lang)), range=[0, 1.02]),
                   yaxis=dict(title=dict(text=tr("heads.viz.share_norm", lang)), range=[0, 1.02]))
-    return figure(data, _fit(layout))
+    return attach(figure(data, _fit(layout)), spec)
 
 
 def flow_bars(fr, *, lecture: bool = False, lang: str = "en") -> go.Figure:
-    """Rollout and attention flow (normalised to sum to 1) into output token `fr.token`, per input token."""
+    """Rollout and attention flow (normalised to sum to 1) into output token `fr.token`, per input token. It exports
+    the rollout and the flow as computed (not the flow's shares), one row each."""
     x = axis_labels(list(fr.tokens))
     share = np.asarray(fr.flow) / max(float(np.sum(fr.flow)), 1e-12)
     rollout, flow = tr("heads.viz.rollout", lang), tr("heads.viz.flow", lang)
@@ -183,7 +187,8 @@ def flow_bars(fr, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     layout = base_layout(lecture, 380, tr("heads.viz.flow_title", lang, token=esc(fr.tokens[fr.token], 20)))
     layout.update(barmode="group", xaxis=dict(type="category", title=dict(text=tr("heads.viz.input_token", lang))),
                   yaxis=dict(title=dict(text=tr("heads.viz.share", lang))), legend=dict(orientation="h", y=1.08))
-    return figure(data, _fit(layout))
+    return attach(figure(data, _fit(layout)), ExportSpec(np.stack([fr.rollout, fr.flow]), [rollout, flow],
+                                                          list(fr.tokens), tr("heads.beyond.flow", lang)))
 
 
 # ---- head surgery ---------------------------------------------------------------------------------------------------
@@ -196,7 +201,8 @@ def effect_grid(grid, *, by: str = "sentence", chosen=None, lecture: bool = Fals
                      texttemplate="%{z:.3f}" if v.size <= 144 else None)  # effects are small: 0.00 would hide them
 
 
-def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.Figure:
+def token_change_bars(effect, *, lecture: bool = False, lang: str = "en", model: str = "") -> go.Figure:
+    """Each token's change (1 − cos) after the ablation; it exports them as one row, titled with `model`."""
     compact = len(effect.heads) > 2  # a title names a few heads in full, more in the compact form
     heads = ", ".join(head_name(r[-2], r[-1], lang, block=r[0] if len(r) > 2 else None, compact=compact)
                       for r in effect.heads) or tr("heads.viz.none", lang)
@@ -205,7 +211,8 @@ def token_change_bars(effect, *, lecture: bool = False, lang: str = "en") -> go.
     layout = base_layout(lecture, 340, tr("heads.viz.token_change", lang, mode=_mode(effect.mode, lang), heads=heads,
                                           value=effect.sentence_change))
     layout.update(xaxis=dict(type="category"), yaxis=dict(title=dict(text="1 − cos")))
-    return figure(data, _fit(layout))
+    return attach(figure(data, _fit(layout)), ExportSpec(effect.token_change[None], ["1 - cos"], list(effect.tokens),
+                                                          tr("heads.surgery.token_change", lang, model=model)))
 
 
 def before_after_heatmaps(effect, layer: int, head: int, *, lecture: bool = False,
@@ -236,8 +243,9 @@ def ablation_delta_heatmap(effect, layer: int, head: int, *, lecture: bool = Fal
                    export=ExportSpec(d, list(effect.tokens), list(effect.tokens), title))  # its own colour range
 
 
-def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
-    """Top-k next-token probabilities at the chosen step, before and after (same prefix)."""
+def top_k_bars(deff, *, lecture: bool = False, lang: str = "en", model: str = "") -> go.Figure:
+    """Top-k next-token probabilities at the chosen step, before and after (same prefix); it exports them (a row per
+    token), titled with `model`."""
     rows = deff.top_rows()
     x = axis_labels([r["token"] for r in rows])
     before, after = tr("heads.viz.before_word", lang), tr("heads.viz.after_word", lang)
@@ -249,13 +257,16 @@ def top_k_bars(deff, *, lecture: bool = False, lang: str = "en") -> go.Figure:
     layout.update(barmode="group", xaxis=dict(type="category"),
                   yaxis=dict(title=dict(text=tr("heads.viz.probability", lang)),
                                                                            range=[0, 1]))
-    return figure(data, _fit(layout))
+    spec = ExportSpec(np.array([[r["before"], r["after"]] for r in rows]), [r["token"] for r in rows],
+                      [before, after], tr("heads.surgery.top5", lang, model=model))
+    return attach(figure(data, _fit(layout)), spec)
 
 
 # ---- atlas, logit lens ---------------------------------------------------------------------------------------------
 def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", specials: str = "") -> go.Figure:
     """Layer x head grid coloured by each head's top label; hover shows every score. `specials` names the model's
-    special tokens in the sink label ("[CLS]/[SEP]", "<s>/</s>"; default "special tokens")."""
+    special tokens in the sink label ("[CLS]/[SEP]", "<s>/</s>"; default "special tokens"). It exports each head's
+    top label as its index into the labels."""
     names = atlas.label_names
     sp = specials or tr("notes.specials.none", lang)
     titles = {k: tr(f"heads.atlas.{k}", lang, specials=sp) for k in (*names, *atlas.scores)}
@@ -284,11 +295,13 @@ def atlas_grid(atlas, *, chosen=None, lecture: bool = False, lang: str = "en", s
                   yaxis=dict(type="category", autorange="reversed", showgrid=False),
                   legend=dict(orientation="h", y=-0.12),
                   shapes=[_cell_outline(la, h, "black") for la, h in (chosen or [])])
-    return figure(data, _fit(layout))
+    return attach(figure(data, _fit(layout)), ExportSpec(idx.astype(float), rows, cols,
+                                                          tr("heads.atlas.export", lang)))
 
 
 def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.Figure:
-    """Rows = decoder layers, columns = rank 1..k; each cell shows the token and its probability."""
+    """Rows = decoder layers, columns = rank 1..k; each cell shows the token and its probability. It exports the
+    probabilities (ranks named "top 1" ..)."""
     p = np.asarray(lens.top_probs, dtype=np.float32)
     L, k = p.shape
     text = [[esc(t, 16) for t in row] for row in lens.top_tokens]
@@ -299,7 +312,9 @@ def logit_lens_heatmap(lens, *, lecture: bool = False, lang: str = "en") -> go.F
     layout = base_layout(lecture, 60 * L + 160, tr("heads.viz.lens", lang, step=lens.step,
                                                    answer=esc(lens.answer, 20)))
     layout.update(xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
-    return figure(data, _fit(layout))
+    spec = ExportSpec(lens.top_probs, [tr("heads.viz.dec_layer", lang, i=la) for la in lens.layers],
+                      [f"top {r + 1}" for r in range(k)], tr("heads.beyond.lens", lang))
+    return attach(figure(data, _fit(layout)), spec)
 
 
 # ---- attention sinks and induction heads ---------------------------------------------------------------------------

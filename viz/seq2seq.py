@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from analysis.decoding import TOP_K, DecodingRun
 from i18n import t
 
+from .export_spec import ExportSpec, attach
 from .heatmap import heatmap
 from .theme import base_layout, esc, figure
 
@@ -27,12 +28,18 @@ def head_name(layer: int, head: int | str, lang: str = "en") -> str:
                                                      else t("s2s.head_n", lang, i=head))
 
 
+def export_where(run: DecodingRun, layer: int, head: int | str, lang: str = "en") -> str:
+    """The model, the task and the head an export's title names ("seq2seq-tiny · copy · Layer 0 · Head 1")."""
+    return " · ".join(x for x in (run.model, run.task, head_name(layer, head, lang)) if x)
+
+
 def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, full: bool = False,
                           lecture: bool = False, lang: str = "en", width: int | None = None,
                           title: str | None = None, xlabel: str | None = None,
                           ylabel: str | None = None) -> tuple[go.Figure, np.ndarray, np.ndarray, list[str]]:
     """Decoder self-attention at `step` (1-based): (t x t), or all T rows when `full` (teacher forcing).
     Blocked cells (above the diagonal) are grey. `title`, `xlabel`, `ylabel`: another page's names (the tour's).
+    It exports the matrix, 0 to 1 with the blocked cells hatched, under the model, task and head.
     Returns (figure, matrix, blocked, labels)."""
     s = run.steps[(len(run.steps) if full else step) - 1]
     m = pick(s.self_attention, layer, head)  # (t, t)
@@ -44,7 +51,10 @@ def self_attention_figure(run: DecodingRun, step: int, layer: int, head: int | s
                   xlabel=t("s2s.axis.key_earlier", lang) if xlabel is None else xlabel,
                   ylabel=t("s2s.axis.query_input", lang) if ylabel is None else ylabel, lecture=lecture,
                   colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
-                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]} if full else None)
+                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]} if full else None,
+                  export=ExportSpec(m, s.inputs, s.inputs,
+                                    t("s2s.fig.self", lang, where=export_where(run, layer, head, lang)), vmin=0, vmax=1,
+                                    masked=blocked))
     return fig, m, blocked, s.inputs
 
 
@@ -52,8 +62,8 @@ def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, fu
                  lecture: bool = False, lang: str = "en", width: int | None = None, title: str | None = None,
                  xlabel: str | None = None, ylabel: str | None = None) -> tuple[go.Figure, np.ndarray, list[str]]:
     """Cross-attention rows (target rows x source columns) of steps 1..step (all T in teacher forcing);
-    the current step's row is outlined (`title`, `xlabel`, `ylabel`: another page's names). Returns (figure, matrix,
-    row labels)."""
+    the current step's row is outlined (`title`, `xlabel`, `ylabel`: another page's names). It exports the rows, 0 to
+    1, under the model, task and head. Returns (figure, matrix, row labels)."""
     upto = len(run.steps) if full else step
     m = pick(run.cross_matrix(upto), layer, head)  # (upto, m)
     rows = run.steps[upto - 1].inputs
@@ -62,7 +72,10 @@ def cross_figure(run: DecodingRun, step: int, layer: int, head: int | str, *, fu
                   zmin=0.0, zmax=1.0, xlabel=t("s2s.axis.source", lang) if xlabel is None else xlabel,
                   ylabel=t("s2s.axis.input", lang) if ylabel is None else ylabel,
                   lecture=lecture, colorbar_title=t("s2s.axis.weight", lang), lang=lang, width=width,
-                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]})
+                  extra_layout={"shapes": [_row_outline(step - 1, m.shape[1])]},
+                  export=ExportSpec(m, rows, run.source_tokens,
+                                    t("s2s.fig.cross", lang, where=export_where(run, layer, head, lang)), vmin=0,
+                                    vmax=1, xlabel=t("s2s.axis.source_short", lang), ylabel=t("s2s.axis.input", lang)))
     return fig, m, rows
 
 
@@ -94,7 +107,7 @@ def cross_row_figure(run: DecodingRun, step: int, layer: int, head: int | str, *
 def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str = "en",
                 width: int | None = None, title: str | None = None, xlabel: str | None = None) -> go.Figure:
     """Horizontal bars: the five most probable next tokens at this step (softmax over the vocabulary; `title`,
-    `xlabel`: another page's names)."""
+    `xlabel`: another page's names). It exports every step's top-5 (topk_table), 0 to 1."""
     s = run.steps[step - 1]
     allowed = getattr(s, "top_allowed", None) or (True,) * len(s.top_tokens)  # a shortlist's verdict (translator)
     out = "\u2009" + t("s2s.not_in_shortlist", lang)
@@ -110,7 +123,8 @@ def topk_figure(run: DecodingRun, step: int, *, lecture: bool = False, lang: str
     layout.update(xaxis=dict(range=[0, 1.12], title=dict(text=t("s2s.axis.probability", lang) if xlabel is None else xlabel),
                              tickvals=[0, 0.25, 0.5, 0.75, 1]),
                   yaxis=dict(autorange="reversed", type="category"))
-    return figure([bar], layout)
+    return attach(figure([bar], layout), ExportSpec(*topk_table(run), t("s2s.export.topk", lang, model=run.model),
+                                                    vmin=0, vmax=1))
 
 
 def topk_table(run: DecodingRun) -> tuple[np.ndarray, list[str], list[str]]:

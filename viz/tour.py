@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from i18n import t
 
+from .export_spec import ExportSpec, attach
 from .heatmap import heatmap
 from .theme import HIGHLIGHT, base_layout, esc, figure, number_text, subplot_axes, subplot_grid
 
@@ -115,8 +116,9 @@ def per_dim_lines(values: dict[str, np.ndarray], *, title: str = "", xlabel: str
 
 
 def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None = None, answer: int | None = None,
-                title: str = "", ylabel: str = "", lecture: bool = False) -> go.Figure:
-    """Bars of one vector (e.g. a row of attention weights); the guessed bar red, the true maximum green."""
+                title: str = "", ylabel: str = "", lecture: bool = False, export_title: str = "") -> go.Figure:
+    """Bars of one vector (e.g. a row of attention weights); the guessed bar red, the true maximum green. It exports
+    the values as one row named `ylabel`, a column per label, under `export_title` (plain text)."""
     v = np.asarray(values, dtype=np.float32)
     xs = [f"{esc(t, 16)}\u2009·{i}" for i, t in enumerate(labels)]
     colours = [_GREEN if i == answer else HIGHLIGHT if i == highlight else "#bab0ac" for i in range(len(v))]
@@ -125,7 +127,7 @@ def ranked_bars(values: np.ndarray, labels: list[str], *, highlight: int | None 
     layout = base_layout(lecture, 340, title)
     layout.update(xaxis=dict(type="category", tickangle=-60 if len(xs) > 8 else 0),
                   yaxis=dict(title=dict(text=esc(ylabel)), range=[0, max(1e-6, float(v.max()) * 1.2)]))
-    return figure([bar], layout)
+    return attach(figure([bar], layout), ExportSpec(np.array([values]), [ylabel], list(labels), export_title))
 
 
 # ---- Add & Norm and Feed Forward (shared by the guided tour and the Step by step page) ---------------------------

@@ -95,16 +95,19 @@ def _positions(tf: TeacherForcing) -> list[str]:
 
 
 def mask_figure(tf: TeacherForcing, *, lang: str = "en", lecture: bool = False, width: int | None = None) -> go.Figure:
-    """The look-ahead mask over the decoder's input (the Mask lab's one mask builder: True = may attend)."""
-    return mask_heatmap(tf.mask, _positions(tf), list(tf.decoder_input), title=esc(t("train.tf.mask_fig", lang)),
-                        xlabel=t("train.axis.key", lang), ylabel=t("train.axis.position", lang), lecture=lecture,
-                        lang=lang, width=width)
+    """The look-ahead mask over the decoder's input (the Mask lab's one mask builder: True = may attend); it exports
+    the mask as 0.0 / 1.0 by the decoder's input tokens, in the data's own range."""
+    fig = mask_heatmap(tf.mask, _positions(tf), list(tf.decoder_input), title=esc(t("train.tf.mask_fig", lang)),
+                       xlabel=t("train.axis.key", lang), ylabel=t("train.axis.position", lang), lecture=lecture,
+                       lang=lang, width=width)
+    dec = list(tf.decoder_input)
+    return attach(fig, ExportSpec(tf.mask.astype(float), dec, dec, t("train.tf.mask_fig", lang)))
 
 
 def logits_figure(tf: TeacherForcing, which: StepLogits, title: str, *, lang: str = "en", lecture: bool = False,
                   width: int | None = None) -> go.Figure:
     """Softmax at every position of one training step (over the whole vocabulary; the sentence's entries shown),
-    the label's cell framed."""
+    the label's cell framed. It exports the probabilities by the decoder's input tokens, under `title` (plain)."""
     cols = list(which.columns)
     frames = [dict(type="rect", xref="x", yref="y", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, layer="above",
                    line=dict(color=HIGHLIGHT, width=3 if lecture else 2), fillcolor="rgba(0,0,0,0)")
@@ -112,7 +115,8 @@ def logits_figure(tf: TeacherForcing, which: StepLogits, title: str, *, lang: st
     return heatmap(which.probs, _positions(tf), cols, title=esc(title, 120), zmin=0.0, zmax=1.0,
                    xlabel=t("train.axis.entry", lang), ylabel=t("train.axis.position", lang), lecture=lecture,
                    colorbar_title=t("train.axis.prob", lang), lang=lang, width=width,
-                   extra_layout={"shapes": frames})
+                   extra_layout={"shapes": frames},
+                   export=ExportSpec(which.probs, list(tf.decoder_input), cols, title))  # its own range
 
 
 def position_loss_figure(tf: TeacherForcing, *, lang: str = "en", lecture: bool = False) -> go.Figure:

@@ -95,7 +95,7 @@ def test_top5_bars_write_their_probabilities_outside_at_the_lecture_size():
 
     step = SimpleNamespace(top_tokens=["a", "b", "c", "d", "e"], top_probs=[0.66, 0.2, 0.1, 0.03, 0.01], chosen="a",
                            inputs=["<bos>"])
-    fig = topk_figure(SimpleNamespace(steps=[step]), 1, lecture=True)
+    fig = topk_figure(SimpleNamespace(steps=[step], model="seq2seq-tiny"), 1, lecture=True)
     bar = fig.to_plotly_json()["data"][0]
     assert bar["textfont"]["size"] >= LECTURE["bar_text"] and bar["textposition"] == "outside"
     layout = _layout(fig)

@@ -27,7 +27,6 @@ HEAVY_FIRST = (
     "smollm2_reference",
     "tests/test_browser_class.py",
     "tests/test_browser.py",
-    "tests/test_fuzz.py::test_trace_with_full_greedy_decoding_never_crashes[smollm2-135m]",
     "tests/test_browser_cause.py",
     "tests/test_browser_deck.py",
     "tests/test_browser_training.py",

@@ -24,7 +24,7 @@ from model.errors import InputError
 from viz import cause as vc
 
 from . import deck_add, runs, saved
-from .generation import needs_language_model, shown_tokens
+from .generation import needs_language_model
 from .state import safe_callback
 from .store import results
 from .view import K_HEAD, K_LAYER, View, md_escape
@@ -191,7 +191,7 @@ def patching(view: View, clean: str, corrupt: str, target: str, foil: str):
     else:
         grid = scaled(p.residual)
         title = t("cause.patch.residual_title", lg)
-        spelled = shown_tokens(view)  # byte-level pieces as the text they spell
+        spelled = view.shown  # byte-level pieces as the text they spell
         clean_tokens, corrupt_tokens = [spelled(x) for x in p.clean_tokens], [spelled(x) for x in p.corrupt_tokens]
         chart(vc.residual_grid(grid, clean_tokens, corrupt_tokens, title=title, colorbar=bar,
                                lecture=view.lecture, lang=lg, zmax=1.0 if normalised else None), "cause_patch_resid",
@@ -217,7 +217,7 @@ def picked(view: View, clean: str, a, p) -> None:
             say(exc, lg)
         else:
             att = tr.attention(tr.blocks[0])[layer, head]
-            spelled = shown_tokens(view)
+            spelled = view.shown
             tokens = [spelled(x) for x in tr.source_tokens]
             chart(vc.head_map(att, tokens, layer, head, lecture=view.lecture, lang=lg, kv=kv),
                   "cause_head_map", subtitle=clean, filename="picked-head-attention")

@@ -18,7 +18,6 @@ from analysis import explore
 from analysis import metrics as am
 from analysis.explore import MODES, Derived
 from i18n import head_name, t
-from model.tokenizer import shown_piece
 from viz.attention import HEAD_HOVER, grid_figure, grid_figure_mpl, token_view, token_view_mpl
 from viz.export import matrix_csv
 from viz.heatmap import heatmap
@@ -271,12 +270,6 @@ def data_section(view: View, d: Derived, mode: str, opts: tuple) -> None:
 NEXT_MORE, NEXT_MAX = 8, 64  # greedy steps per "more" click; the longest continuation shown
 
 
-def shown_tokens(view: View):
-    """token -> the text a reader sees (model.tokenizer.shown_piece for the view's tokenizer's scheme)."""
-    scheme = view.model.tokenizer.scheme if view.model is not None else None
-    return lambda tok: shown_piece(tok, scheme)
-
-
 def next_token_panel(view: View) -> None:
     """A decoder-only model (GPT-2 family): the next-token distribution after the sentence and a greedy
     continuation, one token per step with its probability and the runners-up."""
@@ -284,7 +277,7 @@ def next_token_panel(view: View) -> None:
     st.subheader(t("ex.next.title", lg))
     meta = view.trace.meta
     tokens, probs = list(meta.get("next_tokens", [])), [float(p) for p in meta.get("next_probs", [])]
-    shown = shown_tokens(view)
+    shown = view.shown
     if tokens:  # byte-level pieces as text ("ĊĠĠĠĠĠ" -> "↵␣␣␣␣␣"), at the theme's sizes (lecture mode too)
         fig = next_token_figure([shown(x) for x in tokens], probs, lecture=view.lecture, lang=lg)
         chart(fig, "ex_next", subtitle=view.text, filename=f"{view.model_name}-next-token")

@@ -14,7 +14,6 @@ from analysis import cause
 from i18n import error_message, t
 from model import models_with
 from model.errors import InputError
-from model.tokenizer import TextTokenizer, shown_piece
 from viz import cause as vc
 
 from . import runs
@@ -71,14 +70,6 @@ def run(view: View, n, temperature, top_k, top_p, seed, timed):
         return None
 
 
-def shown_tokens(view: View):
-    """token -> the text a reader sees: a byte-level piece as the text it spells ("ĠParis" -> "␣Paris", a Hangul
-    syllable's bytes as the syllable), any other token as it is (model.tokenizer.shown_piece)."""
-    tok = view.model.tokenizer
-    scheme = tok.scheme if isinstance(tok, TextTokenizer) else None
-    return lambda x: shown_piece(x, scheme)
-
-
 def written(view: View, gen, step: int | None) -> None:
     """The prompt and what the model wrote (detokenized, in bold), then each generated token as a code span, the
     chosen step's marked."""
@@ -87,7 +78,7 @@ def written(view: View, gen, step: int | None) -> None:
         or " ".join(gen.tokens)  # an encoder-decoder's output text drops its end token
     said = " ⏎ ".join(said.splitlines())  # a new line the model wrote, shown as one
     st.markdown(md_escape(gen.prompt) + " **" + md_escape(said) + "**")
-    out, shown = [], shown_tokens(view)
+    out, shown = [], view.shown
     for k, s in enumerate(gen.steps):
         tok = "`" + shown(s.choice.token).replace("`", "ˋ") + "`"
         out.append(f"**▸{k}** {tok}" if k == step else tok)
@@ -123,7 +114,7 @@ def step_view(view: View, gen, k: int) -> None:
     """The chosen step: the query's rows over the keys so far (and, on an encoder-decoder, over the source), and the
     keys and values it appended."""
     lg, s = view.lang, gen.steps[k]
-    shown = shown_tokens(view)
+    shown = view.shown
     tokens = [shown(x) for x in gen.tokens]
     q = len(gen.prompt_ids) + k - 1
     line = "cause.gen.step_line_s2s" if gen.source_tokens else "cause.gen.step_line"
@@ -212,7 +203,7 @@ def section(view: View) -> None:
     if gen.shortlist:
         st.caption(t("cause.gen.shortlist", lg))
     names = {k: t(f"cause.gen.col.{k}", lg) for k in ("step", "position", "token", "prob", "drawn", "top")}
-    table(rename_columns(cause.step_table(gen, spell=shown_tokens(view)), lg, names), view.lecture, key="gen_table", height=240)
+    table(rename_columns(cause.step_table(gen, spell=view.shown), lg, names), view.lecture, key="gen_table", height=240)
     step_view(view, gen, k)
     if gen.has_self_rows:
         st.subheader(t("cause.gen.groups_head", lg))

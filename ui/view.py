@@ -30,6 +30,7 @@ from i18n import LANGS, Shown, catalogue, pick_lang, t
 from model import DEFAULT_MODEL
 from model.examples import DEFAULT_TEXT
 from model.registry import get_spec, models_with
+from model.tokenizer import shown_piece
 
 if TYPE_CHECKING:
     from model.trace import AttentionTrace
@@ -73,6 +74,11 @@ class View:
     @property
     def n_heads(self) -> int:
         return self.model.n_heads(self.block)
+
+    def shown(self, token: str) -> str:
+        """A token as a reader sees it: a byte-level piece as the text it spells ("ĠParis" -> "␣Paris", a Hangul
+        syllable's bytes as the syllable), any other token as it is (model.tokenizer.shown_piece)."""
+        return shown_piece(token, self.model.tokenizer.scheme if self.model is not None else None)
 
     def on_block(self, block: str) -> View:
         """This view on another block of the model, its layer and head clamped to that block (an encoder-decoder's

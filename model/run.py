@@ -213,9 +213,32 @@ class HeadEdits:
 
     def __call__(self, z: torch.Tensor) -> torch.Tensor:
         z = z.clone()
+        # consecutive whole-head zeroings of the same rows are one assignment (head surgery's "keep" zeroes every
+        # other head of the layer); any other edit runs on its own, in order
+        run: list[HeadOutput] = []
         for e in self.edits:
-            e.apply(z)
+            if e.op == "zero" and e.positions is None and (not run or run[0].rows == e.rows):
+                run.append(e)
+                continue
+            _zero_heads(z, run)
+            run = [e] if e.op == "zero" and e.positions is None else []
+            if not run:
+                e.apply(z)
+        _zero_heads(z, run)
         return z
+
+
+def _zero_heads(z: torch.Tensor, edits: list[HeadOutput]) -> None:
+    """Zero the heads of `edits` (whole-head "zero" edits of the same rows) in place: what each one's apply does."""
+    if len(edits) == 1:
+        edits[0].apply(z)
+    elif edits:
+        h = z.shape[1]
+        heads = [e.head for e in edits]
+        if not all(0 <= i < h for i in heads):
+            raise ValueError(f"head {next(i for i in heads if not 0 <= i < h)} out of range 0..{h - 1}")
+        r = _index(edits[0].rows, z.shape[0], z.device)[:, None]  # (r, 1)
+        z[r, torch.as_tensor(heads, device=z.device)[None, :]] = 0.0
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,21 @@ def test_the_bias_gives_the_former_numbers_bit_for_bit(name):
     assert torch.isfinite(st.weights).all() and (st.weights[~mask.expand_as(st.weights)] == 0).all()
 
 
+@pytest.mark.parametrize("name", ["causal", "padding", "causal and padding", "a blocked row"])
+def test_the_fill_an_accelerator_always_applies_changes_no_weight(name):
+    """On an accelerator MaskBias never reads its flag back (no wait for the device per decoding step): the bias of a
+    mask on PyTorch's "meta" device, which has no values to read, is made, and says every_row False. The fill that
+    every_row False brings gives the CPU's weights bit for bit where every row has a key."""
+    mask = _masks(2, 7)[name]
+    meta = MaskBias.of(mask.to("meta"))
+    assert meta.every_row is False and meta.add.shape == mask.shape and meta.add.device.type == "meta"
+    g = torch.Generator().manual_seed(1)
+    q, kk, v = (torch.randn(2, 3, 7, 8, generator=g) * 3 for _ in range(3))
+    cpu = scaled_dot_product_attention(q, kk, v, mask)
+    filled = scaled_dot_product_attention(q, kk, v, mask, bias=MaskBias(MaskBias.of(mask).add, False))
+    assert torch.equal(filled.weights, cpu.weights) and torch.equal(filled.output, cpu.output)
+
+
 def test_rope_on_each_kv_head_before_sharing_gives_the_former_record():
     cfg = TransformerConfig(d_model=24, n_heads=6, n_kv_heads=2, n_encoder_layers=0, n_decoder_layers=1, d_ff=20,
                             vocab_size=30, max_positions=16, dropout=0.0, positional="rotary", rope_theta=500.0,

@@ -91,6 +91,17 @@ def chromium_browser(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
+SEEN_S = 30  # how long a web-first assertion waits for the page to reach what it asserts
+
+
+def seen(locator):
+    """Playwright's web-first assertion on `locator`, waiting up to SEEN_S: `seen(x).to_be_visible()`. A bare
+    `assert x.is_visible()` reads the page once, and under load can read it before Streamlit's run has drawn it."""
+    from playwright.sync_api import expect
+
+    return expect(locator)
+
+
 @contextlib.contextmanager
 def chromium_page(width: int = 1600, height: int = 1000):
     from playwright.sync_api import sync_playwright

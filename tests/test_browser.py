@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, chromium_page, require_browser, serve_app, wait_for_app
+from browser_support import ROOT, SEEN_S, chromium_page, require_browser, seen, serve_app, wait_for_app
 
 from ui.pages import PAGES as TABLE
 
@@ -61,7 +61,7 @@ def test_link_opens_exact_view(app_url, shot_dir):
         wait_for_app(page)
         page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
         main = page.locator('[data-testid="stMain"]')
-        assert main.get_by_text("Layer 2 · Head 5").first.is_visible()
+        seen(main.get_by_text("Layer 2 · Head 5").first).to_be_visible(timeout=SEEN_S * 1000)
         # the heatmap has the sentence's tokens on its axes
         svg_text = " ".join(page.locator('[data-testid="stPlotlyChart"] .xtick text').evaluate_all(
             "els => els.map(e => e.textContent)"))
@@ -264,7 +264,7 @@ def test_quiz_reveal_in_the_browser(app_url, shot_dir):
         wait_for_app(page)
         verdict = main.locator('[data-testid="stAlertContainer"]').filter(has_text="the answer is")
         verdict.first.wait_for(timeout=30_000)
-        assert main.get_by_text("Quiz score this session: ").first.is_visible()
+        seen(main.get_by_text("Quiz score this session: ").first).to_be_visible(timeout=SEEN_S * 1000)
         page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=30_000)
         verdict.first.scroll_into_view_if_needed()
         assert not _errors(page), _errors(page)

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from browser_support import chromium_page, serve_app, wait_for_app
+from browser_support import SEEN_S, chromium_page, seen, serve_app, wait_for_app
 from test_browser import _errors, require_browser
 
 from i18n import t
@@ -41,8 +41,8 @@ def test_present_with_the_arrow_keys_and_download_the_handout(tmp_path):
         wait_for_app(page)
         path, q = _where(page.url)
         assert (path, q["step"], q["slide"]) == ("tour", "1", "0") and len(q["deck"]) == 10
-        assert not page.locator('[data-testid="stSidebar"]').is_visible()  # the slide takes the whole width
-        assert main.get_by_text("1 / 11 · Tokens").first.is_visible()
+        seen(page.locator('[data-testid="stSidebar"]')).to_be_hidden(timeout=SEEN_S * 1000)  # the slide takes the whole width
+        seen(main.get_by_text("1 / 11 · Tokens").first).to_be_visible(timeout=SEEN_S * 1000)
         page.keyboard.press("ArrowRight")
         page.wait_for_url("**/positional?**", timeout=60_000)
         wait_for_app(page)
@@ -51,7 +51,7 @@ def test_present_with_the_arrow_keys_and_download_the_handout(tmp_path):
         wait_for_app(page)
         path, q = _where(page.url)
         assert q["slide"] == "2" and q["text"] == "The animal didn't cross the street because it was tired"
-        assert main.get_by_role("tab", name="2 · W_Q, W_K, W_V and Q, K, V", selected=True).is_visible()
+        seen(main.get_by_role("tab", name="2 · W_Q, W_K, W_V and Q, K, V", selected=True)).to_be_visible(timeout=SEEN_S * 1000)
         page.keyboard.press("ArrowLeft")
         page.wait_for_url("**/positional?**", timeout=60_000)
         wait_for_app(page)
@@ -59,7 +59,7 @@ def test_present_with_the_arrow_keys_and_download_the_handout(tmp_path):
         main.get_by_role("button", name="Exit").click()
         page.wait_for_url("**/deck?**", timeout=60_000)
         wait_for_app(page)
-        assert page.locator('[data-testid="stSidebar"]').is_visible()
+        seen(page.locator('[data-testid="stSidebar"]')).to_be_visible(timeout=SEEN_S * 1000)
         main.get_by_role("button", name="Make the handout").click()
         button = main.get_by_role("button", name="Download the handout")
         button.wait_for(timeout=240_000)
@@ -134,10 +134,10 @@ def _exit_and_check(page, lang: str, size: str, shots: Path, name: str) -> None:
     assert q.get("lang", "en") == lang and not {"deck", "slide", "back"} & set(q)
     main = page.locator('[data-testid="stMain"]')
     main.get_by_role("button", name=WORDS[lang]["deck.present"], exact=True).wait_for(timeout=90_000)
-    assert main.get_by_role("heading", name=WORDS[lang]["page.deck"]).first.is_visible()
+    seen(main.get_by_role("heading", name=WORDS[lang]["page.deck"]).first).to_be_visible(timeout=SEEN_S * 1000)
     page.wait_for_function("(lang) => document.documentElement.lang === lang", arg=lang, timeout=30_000)
     if size == "projector":  # the sidebar is open: its controls hold the session's values again
-        assert page.locator('[data-testid="stSidebar"]').is_visible()
+        seen(page.locator('[data-testid="stSidebar"]')).to_be_visible(timeout=SEEN_S * 1000)
         shown = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll(
             '[data-testid="stSidebar"] input'), (e) => [e.getAttribute('aria-label'), e.role === 'switch' ? e.checked
             : e.value]))""")
@@ -180,12 +180,12 @@ def test_a_deck_link_opens_in_the_decks_language(deck_app, shots, lang, size):
         wait_for_app(page)
         main = page.locator('[data-testid="stMain"]')
         main.get_by_role("button", name=WORDS[lang]["deck.present"], exact=True).wait_for(timeout=90_000)
-        assert main.get_by_role("heading", name=WORDS[lang]["page.deck"]).first.is_visible()
+        seen(main.get_by_role("heading", name=WORDS[lang]["page.deck"]).first).to_be_visible(timeout=SEEN_S * 1000)
         page.wait_for_function("(lang) => document.documentElement.lang === lang", arg=lang, timeout=30_000)
-        assert main.get_by_text(example(lang)[0].slides[0].note[:20]).first.is_visible()  # the deck's own slides
+        seen(main.get_by_text(example(lang)[0].slides[0].note[:20]).first).to_be_visible(timeout=SEEN_S * 1000)  # the deck's own slides
         if size == "projector":
             nav = page.locator('[data-testid="stSidebarNav"]')
-            assert nav.get_by_text(t("page.explorer", lang)).first.is_visible()  # the menu in it too
+            seen(nav.get_by_text(t("page.explorer", lang)).first).to_be_visible(timeout=SEEN_S * 1000)  # the menu in it too
         page.screenshot(path=str(shots / f"link_{lang}_{size}.png"))
         assert not _errors(page)
 
@@ -204,8 +204,8 @@ def test_a_presented_tour_slide_has_one_back_next_and_no_frame(deck_app, shots, 
                  for a, b in (("deck.back", "tour.back"), ("deck.next", "tour.next"))]
         assert pairs == [1, 1], pairs  # the bar's: the tour's own Back / Next are not drawn
         assert {"ko": "사이드바", "en": "sidebar"}[lang] not in main.inner_text()
-        assert not page.locator('[data-testid="stSidebar"]').is_visible()
-        assert not page.locator('[data-testid="stExpandSidebarButton"]').is_visible()  # no way to a hidden sidebar
+        seen(page.locator('[data-testid="stSidebar"]')).to_be_hidden(timeout=SEEN_S * 1000)
+        seen(page.locator('[data-testid="stExpandSidebarButton"]')).to_be_hidden(timeout=SEEN_S * 1000)  # no way to a hidden sidebar
         _next(page, "positional", lang)  # a click on the page: it takes the focus, and the keys work
         assert page.evaluate(FRAME) == [True, "none"]  # focused, unframed (it was an inset 3.2 px grey shadow)
         main.get_by_text("2 / 11").first.wait_for(timeout=90_000)  # the bar of slide 2, whose ← is bound

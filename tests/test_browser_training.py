@@ -12,7 +12,7 @@ import re
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, chromium_page, serve_app, wait_for_app
+from browser_support import ROOT, SEEN_S, chromium_page, seen, serve_app, wait_for_app
 from test_browser import _OVERFLOW_JS, _VISIBLE_TEXT_JS, _errors, require_browser
 
 from i18n import t
@@ -73,7 +73,7 @@ def test_recorded_run_on_a_projector_and_a_phone(app_url, shot_dir, size, lang):
         assert not _errors(page), _errors(page)
         main = page.locator('[data-testid="stMain"]')
         tab = t(tp.TAB_KEYS[tp.RUN_TAB], lang)
-        assert main.get_by_role("tab", name=tab, selected=True).is_visible()
+        seen(main.get_by_role("tab", name=tab, selected=True)).to_be_visible(timeout=SEEN_S * 1000)
         assert page.evaluate(_OVERFLOW_JS) == []
         page.screenshot(path=str(shot_dir / f"run-{size}-{lang}.png"), full_page=False)
         cross = main.locator('[data-testid="stPlotlyChart"]').nth(1)

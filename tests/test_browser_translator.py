@@ -8,7 +8,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import chromium_page, wait_for_app
+from browser_support import SEEN_S, chromium_page, seen, wait_for_app
 from test_browser import _errors, app_url, require_browser, shot_dir  # noqa: F401 - fixtures
 
 from model.examples import ALIGNMENT_TEXT
@@ -28,9 +28,9 @@ def test_translator_link_draws_translation_and_alignment(app_url, shot_dir, lang
         page.wait_for_function("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= 5""",
                                timeout=90_000)
         main = page.locator('[data-testid="stMain"]')
-        assert main.get_by_text("O acordo sobre o Espaço Económico Europeu foi assinado em Agosto de 1992.").first \
-            .is_visible()
-        assert main.get_by_text(translation_label, exact=True).first.is_visible()
+        seen(main.get_by_text("O acordo sobre o Espaço Económico Europeu foi assinado em Agosto de 1992.").first) \
+            .to_be_visible(timeout=SEEN_S * 1000)
+        seen(main.get_by_text(translation_label, exact=True).first).to_be_visible(timeout=SEEN_S * 1000)
         words = ["Europeu", "European", "Espaço", "Area"]  # the alignment's axes: wait until plotly has drawn them
         page.wait_for_function("""(words) => {
           const seen = new Set([...document.querySelectorAll('[data-testid="stPlotlyChart"] text')].map(e => e.textContent));

@@ -157,3 +157,30 @@ def test_surgery_in_the_last_layer_says_no_map_can_change_and_shows_the_output_c
     assert any("마지막 레이어(레이어 5)" in i.value for i in at.info)
     assert at.metric and float(at.metric[0].value) > 0  # the sentence embedding changed
     assert not [c for c in _charts(at) if "제거 전" in c]
+
+
+def _query(at: AppTest, key: str) -> list[str]:
+    """A parameter of the page's URL as the app last wrote it (AppTest keeps a single value as a string)."""
+    v = at.query_params.get(key, [])
+    return [v] if isinstance(v, str) else list(v)
+
+
+def test_the_ablation_lives_in_the_link_by_its_id_in_either_language():
+    """A bound selectbox would write its shown label ("Keep only the chosen heads of the layer", or the Korean one)
+    into the URL, and a link from the other language would reopen as "zero": the ablation is bound by its id, and the
+    label a link of before holds reads as its id."""
+    from i18n import t
+
+    at = _lab("Head surgery", hl_heads="3.1", hl_mode="keep", lang="ko")
+    _ok(at)
+    assert at.selectbox(key="hl_mode").value == "keep"
+    assert _query(at, "hl_mode") == ["keep"]
+    old = _lab("Head surgery", hl_heads="3.1", hl_mode=t("heads.ablation.mean", "ko"))  # a Korean link of before
+    _ok(old)
+    assert old.selectbox(key="hl_mode").value == "mean" and _query(old, "hl_mode") == ["mean"]
+    old.selectbox(key="hl_mode").set_value("zero").run()
+    _ok(old)
+    assert _query(old, "hl_mode") == []  # the default is not written
+    junk = _lab("Head surgery", hl_heads="3.1", hl_mode="<script>")
+    _ok(junk)
+    assert junk.selectbox(key="hl_mode").value == "zero"

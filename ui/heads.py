@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import heads as ah
-from i18n import error_message, head_name, t
+from i18n import LANGS, error_message, head_name, t
 from model.data import TASKS
 from model.errors import InputError
 from viz import heads as vh
@@ -66,6 +66,7 @@ def head_options(view: View) -> list[str]:
     return out
 
 
+K_MODE = "hl_mode"  # the head surgery's ablation, by its id in the URL ("?hl_mode=keep")
 K_HEADS = "hl_heads"  # the head surgery's heads, in session state and the URL ("?hl_heads=3.1&hl_heads=cross:1.2")
 
 
@@ -89,6 +90,28 @@ def heads_to_url(chosen: list[str]) -> None:
             st.query_params[K_HEADS] = list(chosen)
         elif K_HEADS in st.query_params:
             del st.query_params[K_HEADS]
+
+
+def mode_from_url() -> None:
+    """The ablation from the link on a session's first run, by its id ("zero", "mean", "keep"); a label that a
+    link of before wrote (in either language) reads as its id. Bound by hand, as the heads are (heads_from_url):
+    Streamlit's binding writes the shown label, so a Korean link would reopen in English as "zero"."""
+    ss = st.session_state
+    if K_MODE not in ss:
+        value = st.query_params.get(K_MODE)
+        labels = {t(f"heads.ablation.{m}", lang): m for lang in LANGS for m in ah.ABLATIONS}
+        mode = value if value in ah.ABLATIONS else labels.get(value)
+        if mode is not None:
+            ss[K_MODE] = mode
+
+
+def mode_to_url(mode: str) -> None:
+    """The ablation into the URL by its id; none for the first (the default)."""
+    if mode == ah.ABLATIONS[0]:
+        if K_MODE in st.query_params:
+            del st.query_params[K_MODE]
+    elif st.query_params.get(K_MODE) != mode:
+        st.query_params[K_MODE] = mode
 
 
 def head_option_label(option: str, lang: str, model=None) -> str:
@@ -153,8 +176,10 @@ def surgery(view: View) -> None:
                             format_func=lambda o: head_option_label(o, lg, view.model), help=t("heads.surgery.heads_help", lg),
                             placeholder=t("widgets.pick_heads", lg), select_all=False)  # no English "Select all"
     heads_to_url(chosen)
-    mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key="hl_mode", **URL,
+    mode_from_url()
+    mode = c2.selectbox(t("heads.surgery.mode", lg), ah.ABLATIONS, key=K_MODE,
                         format_func=lambda m: t(f"heads.ablation.{m}", lg))
+    mode_to_url(mode)
     picked = tuple(ah.heads_from_text(",".join(chosen)))
     st.caption(t("heads.note.surgery", lg))
     if view.model.config.is_encoder_decoder:

@@ -57,10 +57,10 @@ soak: $(STAMP)
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 
-# the suite in parallel: one worker per core and one more (a worker often waits on a server, a browser or a
-# subprocess: on 2 cores, 3 workers ran the suite in 12 min 41 s against 14 min 21 s for 2), each test file on one
-# worker (its module fixtures, a server or a browser, start once), the 25 slowest tests listed at the end
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# the suite in parallel: one worker per core (WORKERS=3 on 2 cores ran it in 12-14 min against 14 min for 2, but
+# the heavier load made the browser tests' timings flakier), each test file on one worker (its module fixtures, a
+# server or a browser, start once), the 25 slowest tests listed at the end
+WORKERS ?= auto
 PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile --durations=25
 
 test: $(DEV_STAMP)

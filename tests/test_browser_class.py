@@ -150,9 +150,14 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
             counter, field = _box(ph, '.st-key-class_send_text [data-testid="InputInstructions"]'), _box(
                 ph, ".st-key-class_send_text input")
             assert counter["t"] >= field["b"] - 0.5, (counter, field)  # under the box, off its text
-            _pick(ph, "class_send_query", 0)
-            _pick(ph, "class_send_ref", 2)
-            ph.locator(".st-key-class_send_go button:not([disabled])").click(timeout=30_000)
+            go = ph.locator(".st-key-class_send_go button:not([disabled])")
+            for _ in range(3):  # under load a pick's run can be superseded before the server saw it: pick again
+                _pick(ph, "class_send_query", 0)
+                _pick(ph, "class_send_ref", 2)
+                _settle(ph, 800)
+                if go.count():
+                    break
+            go.click(timeout=30_000)
             _settle(ph, 1500)
             assert ph.get_by_text(t("class.send.done", lang)).count() == 1
 

@@ -57,8 +57,8 @@ soak: $(STAMP)
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
 
-# the suite in parallel: one worker per core (WORKERS=3 on 2 cores ran it in 12-14 min against 14 min for 2, but
-# the heavier load made the browser tests' timings flakier), each test file on one worker (its module fixtures, a
+# the suite in parallel: one worker per core (WORKERS=3 on 2 cores was no faster on a quiet machine, 12-14 min
+# against 11 min 34 s, and its load made the browser tests' timings flakier), each test file on one worker (its module fixtures, a
 # server or a browser, start once), the 25 slowest tests listed at the end
 WORKERS ?= auto
 PYTEST_PARALLEL := -n $(WORKERS) --dist loadfile --durations=25

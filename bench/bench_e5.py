@@ -170,7 +170,7 @@ def main(argv=None) -> int:
               f"| of which first trace | {med['trace'] * 1e3:.0f} ms |",
               f"| RSS added by the model (after import torch; MALLOC_* as in make run) | **{med['rss_model']:.0f} MB** |",
               f"| of which the parsed file (piece list, tables; the mmap's touched pages) | {med['rss_packed']:.0f} MB |",
-              f"| of which the `tokenizers` Unigram over 250,002 pieces | {med['rss_tok']:.0f} MB |",
+              f"| of which the tokenizer (SentencePiece over 250,002 pieces, the piece table) | {med['rss_tok']:.0f} MB |",
               f"| after the first trace | {med['rss_trace']:.0f} MB |"]
     print("\n".join(lines[-9:]), flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -228,6 +228,10 @@ class TextTokenizer:
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    def tokens_of(self, enc, text: str, pair: str | None) -> list[str]:
+        """The tokens' strings as shown: the tokenizer's own (a subclass may write some from the text)."""
+        return list(enc.tokens)
+
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoded:
         check_text(text)
         if pair is not None:
@@ -243,13 +247,14 @@ class TextTokenizer:
         special = [bool(s) for s in enc.special_tokens_mask]
         seq_ids = [s if s is not None else -1 for s in enc.sequence_ids]
         offsets = [tuple(o) for o in enc.offsets]
+        tokens = self.tokens_of(enc, text, pair)
         return Encoded(
-            tokens=list(enc.tokens),
+            tokens=tokens,
             ids=list(enc.ids),
             offsets=offsets,
             special=special,
             type_ids=list(enc.type_ids),
-            word_ids=group_words(offsets, special, seq_ids, list(enc.tokens)),
+            word_ids=group_words(offsets, special, seq_ids, tokens),
             truncated=truncated,
             n_tokens_untruncated=n_untruncated,
         )

@@ -173,6 +173,46 @@ def test_token_ids_equal_the_c_engine(tok, engine, name):
     assert ours.count(3) <= 1  # real pieces, not <unk>
 
 
+# Runs whose cuts tie (". ..." or "... ."): the scores are summed in float32 by the C engine and by SentencePiece
+# (model/e5.py SentencePieces); `tokenizers`' Unigram summed in float64 and picked the other cut on each of these.
+TIES = ["wait.... what", "하ㅎㅎㅎㅎㅎㅎㅎ", "음_______", "ok/////// a하하하", "고양이^^^ 2024--------",
+        "|---|-----------|-------------------------------|"]
+
+
+@pytest.mark.parametrize("text", TIES)
+def test_tied_cuts_follow_the_c_engine(tok, engine, text):
+    assert tok.encode(text, add_special_tokens=False).ids == engine.ids(text)
+
+
+def test_tied_cut_written_out():
+    """The first of TIES as the C engine cuts it, by hand: the tokenizer's own (no engine needed)."""
+    from model import load_model
+
+    enc = load_model("multilingual-e5-small", "cpu").tokenizer.encode(TIES[0])
+    assert enc.tokens == ["<s>", "▁wait", "...", ".", "▁what", "</s>"]
+    assert enc.offsets == [(0, 0), (0, 4), (4, 7), (7, 8), (8, 13), (0, 0)]
+
+
+def test_an_unknown_piece_is_written_as_its_text(tok):
+    """Consecutive characters the vocabulary lacks are one <unk> (as SentencePiece fuses them), shown as typed."""
+    enc = tok.encode("a 𓀀𓀁 b")
+    assert enc.tokens == ["<s>", "▁a", "▁", "𓀀𓀁", "▁b", "</s>"]
+    assert enc.ids == [0, 10, 6, 3, 876, 2]
+    assert enc.offsets == [(0, 0), (0, 1), (1, 2), (2, 4), (4, 6), (0, 0)]
+    assert enc.words() == ["a", "𓀀𓀁", "b"]
+
+
+def test_long_text_counts_every_piece(tok, packed):
+    """Truncated at 512 with </s> kept; the count of the whole text comes from the never-truncating counter, which
+    shares the tokenizer's table: it equals an encoding with no limit."""
+    text = "그 동물은 너무 피곤해서 길을 건너지 않았다. wait.... what " * 60
+    enc = tok.encode(text)
+    whole = e5.E5Tokenizer(e5.build_tokenizer(packed), 10**6, packed.norm_map).encode(text)
+    assert enc.truncated and len(enc.ids) == 512 and enc.ids[-1] == packed.eos
+    assert enc.ids[:511] == whole.ids[:511] and enc.n_tokens_untruncated == len(whole.ids) > 512
+    assert not whole.truncated
+
+
 def test_korean_becomes_real_subwords_and_words_merge(tok):
     enc = tok.encode("그 동물은 너무 피곤해서")
     assert enc.tokens == ["<s>", "▁그", "▁동물", "은", "▁너무", "▁피", "곤", "해서", "</s>"]

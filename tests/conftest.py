@@ -102,6 +102,16 @@ def smollm2_reference():
     return reference_from_gguf(smollm2_path())
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_chromium_per_module():
+    """The browser tests of a module share one Chromium (tests/browser_support.py shared_browser), closed here when
+    the module ends."""
+    yield
+    from browser_support import close_shared
+
+    close_shared()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
     import torch

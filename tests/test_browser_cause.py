@@ -50,13 +50,12 @@ def shots(tmp_path) -> Path:
 
 
 def settle(page, charts: int) -> None:
-    """Until the run has drawn at least `charts` figures and no spinner is left."""
-    for _ in range(400):
-        page.wait_for_timeout(1500)
-        if page.locator(".js-plotly-plot").count() >= charts and not page.locator('[data-testid="stSpinner"]').count():
-            break
+    """Until the run has drawn at least `charts` figures, no spinner is left and Streamlit has finished."""
+    page.wait_for_function("""n => document.querySelectorAll('.js-plotly-plot').length >= n
+                              && !document.querySelector('[data-testid="stSpinner"]')""", arg=charts,
+                           timeout=600_000, polling=250)
     wait_for_app(page, 600_000)
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(500)  # plotly's responsive resize
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

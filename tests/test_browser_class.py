@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import chromium_browser, serve_app, wait_for_app
+from browser_support import serve_app, shared_browser, wait_for_app
 from test_browser import require_browser
 
 from classroom.store import open_store
@@ -86,105 +86,103 @@ def _tab(page, i: int) -> None:
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_class_on_the_projector_and_the_phones(served, shots, lang):
-    from playwright.sync_api import sync_playwright
-
     base, data = served
     text, model = SENTENCES[lang]
     shot = lambda page, name: page.screenshot(path=str(shots / f"{lang}_{name}.png"))  # noqa: E731
-    with sync_playwright() as p:
-        browser = chromium_browser(p)
-        try:
-            lec = browser.new_context(viewport=PROJECTOR).new_page()
-            lec.goto(f"{base}/class?lang={lang}&lecture=1&model={model}&text={LECTURER_TEXT[lang]}")
-            _settle(lec)
-            lec.locator('[data-testid="stMain"] input[type="password"]').fill(KEY)
-            lec.locator('[data-testid="stMain"] button', has_text=t("class.key_submit", lang)).click()
-            _settle(lec)
-            lec.locator(".st-key-class_open button").click()
-            _settle(lec, 2500)
-            shot(lec, "1_room")
-            qr = _box(lec, ".st-key-class_qr img")
-            assert qr["b"] <= PROJECTOR["height"] and qr["t"] >= 0, qr  # whole in the window
-            assert qr["b"] - qr["t"] >= 400, qr  # and still large for the back of the hall
-            code = lec.locator('[data-testid="stMain"] code').first.inner_text().rsplit("=", 1)[-1].strip()
-            store = open_store(str(data / "class.sqlite3"))
-            assert store.room(code).model == model and store.room(code).lang == lang
+    browser = shared_browser()  # the lecturer's and two phones' profiles below are fresh contexts of it
+    try:
+        lec = browser.new_context(viewport=PROJECTOR).new_page()
+        lec.goto(f"{base}/class?lang={lang}&lecture=1&model={model}&text={LECTURER_TEXT[lang]}")
+        _settle(lec)
+        lec.locator('[data-testid="stMain"] input[type="password"]').fill(KEY)
+        lec.locator('[data-testid="stMain"] button', has_text=t("class.key_submit", lang)).click()
+        _settle(lec)
+        lec.locator(".st-key-class_open button").click()
+        _settle(lec, 2500)
+        shot(lec, "1_room")
+        qr = _box(lec, ".st-key-class_qr img")
+        assert qr["b"] <= PROJECTOR["height"] and qr["t"] >= 0, qr  # whole in the window
+        assert qr["b"] - qr["t"] >= 400, qr  # and still large for the back of the hall
+        code = lec.locator('[data-testid="stMain"] code').first.inner_text().rsplit("=", 1)[-1].strip()
+        store = open_store(str(data / "class.sqlite3"))
+        assert store.room(code).model == model and store.room(code).lang == lang
 
-            phones = []
-            for _ in range(2):
-                ph = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
-                                         has_touch=True).new_page()
-                ph.goto(f"{base}/?room={code}")
-                _settle(ph, 2000)
-                phones.append(ph)
-            _tab(lec, 1)
-            lec.locator(".st-key-class_start button").click()
-            _settle(lec, 1500)
-            for ph in phones:  # the live question reaches the phone within its 2 s refresh
-                pills = ph.locator('.st-key-class_banner [data-testid="stButtonGroup"] button')
-                pills.nth(2).wait_for(timeout=15_000)
-                pills.nth(2).click()
-                ph.wait_for_timeout(1200)
-            shot(phones[0], "2_phone_answered")
-            lec.wait_for_timeout(1500)
-            lec.locator("[class*='st-key-class_reveal_'] button").first.click()
-            _settle(lec, 2500)
-            chart = lec.locator("[class*='st-key-class_reveal_fig'], [data-testid='stPlotlyChart']").last
-            chart.scroll_into_view_if_needed()
-            lec.wait_for_timeout(800)
-            shot(lec, "3_reveal")
-            title = _box(lec, "[data-testid='stPlotlyChart'] .gtitle")
-            legend = _box(lec, "[data-testid='stPlotlyChart'] .legend")
-            assert not _overlap(title, legend), (title, legend)
+        phones = []
+        for _ in range(2):
+            ph = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
+                                     has_touch=True).new_page()
+            ph.goto(f"{base}/?room={code}")
+            _settle(ph, 2000)
+            phones.append(ph)
+        _tab(lec, 1)
+        lec.locator(".st-key-class_start button").click()
+        _settle(lec, 1500)
+        for ph in phones:  # the live question reaches the phone within its 2 s refresh
+            pills = ph.locator('.st-key-class_banner [data-testid="stButtonGroup"] button')
+            pills.nth(2).wait_for(timeout=15_000)
+            pills.nth(2).click()
+            ph.wait_for_timeout(1200)
+        shot(phones[0], "2_phone_answered")
+        lec.wait_for_timeout(1500)
+        lec.locator("[class*='st-key-class_reveal_'] button").first.click()
+        _settle(lec, 2500)
+        chart = lec.locator("[class*='st-key-class_reveal_fig'], [data-testid='stPlotlyChart']").last
+        chart.scroll_into_view_if_needed()
+        lec.wait_for_timeout(800)
+        shot(lec, "3_reveal")
+        title = _box(lec, "[data-testid='stPlotlyChart'] .gtitle")
+        legend = _box(lec, "[data-testid='stPlotlyChart'] .legend")
+        assert not _overlap(title, legend), (title, legend)
 
-            ph = phones[0]
-            ph.locator('.st-key-class_banner [data-testid="stExpander"] summary').click()
-            ph.wait_for_timeout(800)
-            box = ph.locator(".st-key-class_send_text input")
-            assert box.get_attribute("placeholder") == t("class.send.placeholder", lang)
-            box.fill(text)
-            box.press("Enter")
-            _settle(ph, 2500)
-            box.scroll_into_view_if_needed()
-            shot(ph, "4_phone_form")
-            counter, field = _box(ph, '.st-key-class_send_text [data-testid="InputInstructions"]'), _box(
-                ph, ".st-key-class_send_text input")
-            assert counter["t"] >= field["b"] - 0.5, (counter, field)  # under the box, off its text
-            go = ph.locator(".st-key-class_send_go button:not([disabled])")
-            for _ in range(3):  # under load a pick's run can be superseded before the server saw it: pick again
-                _pick(ph, "class_send_query", 0)
-                _pick(ph, "class_send_ref", 2)
-                _settle(ph, 800)
-                if go.count():
-                    break
-            go.click(timeout=30_000)
-            _settle(ph, 1500)
-            assert ph.get_by_text(t("class.send.done", lang)).count() == 1
+        ph = phones[0]
+        ph.locator('.st-key-class_banner [data-testid="stExpander"] summary').click()
+        ph.wait_for_timeout(800)
+        box = ph.locator(".st-key-class_send_text input")
+        assert box.get_attribute("placeholder") == t("class.send.placeholder", lang)
+        box.fill(text)
+        box.press("Enter")
+        _settle(ph, 2500)
+        box.scroll_into_view_if_needed()
+        shot(ph, "4_phone_form")
+        counter, field = _box(ph, '.st-key-class_send_text [data-testid="InputInstructions"]'), _box(
+            ph, ".st-key-class_send_text input")
+        assert counter["t"] >= field["b"] - 0.5, (counter, field)  # under the box, off its text
+        go = ph.locator(".st-key-class_send_go button:not([disabled])")
+        for _ in range(3):  # under load a pick's run can be superseded before the server saw it: pick again
+            _pick(ph, "class_send_query", 0)
+            _pick(ph, "class_send_ref", 2)
+            _settle(ph, 800)
+            if go.count():
+                break
+        go.click(timeout=30_000)
+        _settle(ph, 1500)
+        assert ph.get_by_text(t("class.send.done", lang)).count() == 1
 
-            for i, sentence in enumerate(("The cat slept because it was tired", "Mary called John because she was")):
-                store.submit_sentence(code, f"x{i}", "minilm-l6", sentence,
-                                      ["[CLS]", *sentence.lower().split(), "[SEP]"], 5, 2)
-            _tab(lec, 2)
-            lec.locator(".st-key-class_pending summary").click()
-            lec.wait_for_timeout(1000)
-            shot(lec, "5_sentences")
-            size = lec.locator('.st-key-class_moderation [data-testid="stText"]').first.evaluate(
-                "e => parseFloat(getComputedStyle(e).fontSize)")
-            page_size = lec.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').first.evaluate(
-                "e => parseFloat(getComputedStyle(e).fontSize)")
-            assert size >= page_size >= 20, (size, page_size)  # lecture mode: as big as the page's text
+        for i, sentence in enumerate(("The cat slept because it was tired", "Mary called John because she was")):
+            store.submit_sentence(code, f"x{i}", "minilm-l6", sentence,
+                                  ["[CLS]", *sentence.lower().split(), "[SEP]"], 5, 2)
+        _tab(lec, 2)
+        lec.locator(".st-key-class_pending summary").click()
+        lec.wait_for_timeout(1000)
+        shot(lec, "5_sentences")
+        size = lec.locator('.st-key-class_moderation [data-testid="stText"]').first.evaluate(
+            "e => parseFloat(getComputedStyle(e).fontSize)")
+        page_size = lec.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').first.evaluate(
+            "e => parseFloat(getComputedStyle(e).fontSize)")
+        assert size >= page_size >= 20, (size, page_size)  # lecture mode: as big as the page's text
 
-            lec.locator('[data-testid="stMain"] [data-testid="stPopover"] button').first.click()
-            lec.wait_for_timeout(800)
-            lec.locator(".st-key-class_end button").click()
-            _settle(lec)
-            ph.get_by_text(t("class.gone", lang)).wait_for(timeout=15_000)  # within the question's 2 s refresh
-            ph.wait_for_timeout(1000)
-            shot(ph, "6_phone_ended")
-            assert ph.locator(".st-key-class_banner").count() == 0
-            shown = ph.locator('[data-testid="stMain"]').inner_text()
-            for gone in (t("class.send.done", lang), t("class.banner", lang, code=code).split(code)[-1].strip()[:8]):
-                assert gone not in shown, gone
-            store.close()
-        finally:
-            browser.close()
+        lec.locator('[data-testid="stMain"] [data-testid="stPopover"] button').first.click()
+        lec.wait_for_timeout(800)
+        lec.locator(".st-key-class_end button").click()
+        _settle(lec)
+        ph.get_by_text(t("class.gone", lang)).wait_for(timeout=15_000)  # within the question's 2 s refresh
+        ph.wait_for_timeout(1000)
+        shot(ph, "6_phone_ended")
+        assert ph.locator(".st-key-class_banner").count() == 0
+        shown = ph.locator('[data-testid="stMain"]').inner_text()
+        for gone in (t("class.send.done", lang), t("class.banner", lang, code=code).split(code)[-1].strip()[:8]):
+            assert gone not in shown, gone
+        store.close()
+    finally:
+        for context in browser.contexts:
+            context.close()

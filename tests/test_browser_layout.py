@@ -11,7 +11,7 @@ import contextlib
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import chromium_browser, wait_for_app
+from browser_support import shared_browser, wait_for_app
 from test_browser import _errors, app_url, require_browser  # noqa: F401 - fixtures
 
 from model.examples import ALIGNMENT_TEXT
@@ -27,12 +27,7 @@ CHART = '[data-testid="stPlotlyChart"]'
 @pytest.fixture(scope="module")
 def browser():
     require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = chromium_browser(p)
-        yield b
-        b.close()
+    return shared_browser()  # this process's one Chromium; each page below takes a fresh profile of it
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, browser_available, chromium_browser, serve_app, wait_for_app
+from browser_support import ROOT, browser_available, serve_app, shared_browser, wait_for_app
 
 from ui.tour import STEPS
 
@@ -58,12 +58,7 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = chromium_browser(p)
-        yield b
-        b.close()
+    return shared_browser()  # this process's one Chromium; each page below takes a fresh profile of it
 
 
 def _open(browser, app_url, shots, size, model, lang, step, plots: int = 0) -> dict:

@@ -14,7 +14,6 @@ The rest goes through the one strict loader (model/weights.py) with the file's o
 
 from __future__ import annotations
 
-import functools
 import struct
 import warnings
 from dataclasses import dataclass, field
@@ -368,18 +367,6 @@ class E5Tokenizer(TextTokenizer):
         super().__init__(tokenizer, max_length)
         self._table = str.maketrans(norm_map)
         self._unk = tokenizer.token_to_id("<unk>")
-
-    @functools.cached_property
-    def _counter(self) -> Tokenizer:
-        """A never-truncating copy that shares this one's piece table and SentencePiece model (a custom
-        pre-tokenizer cannot go through JSON, and a second table would be 50 MB)."""
-        counter = Tokenizer(self._tok.model)
-        counter.pre_tokenizer, counter.decoder = self._tok.pre_tokenizer, self._tok.decoder
-        counter.post_processor = self._tok.post_processor
-        added = self._tok.get_added_tokens_decoder()
-        counter.add_special_tokens([added[i] for i in sorted(added)])
-        counter.no_truncation()
-        return counter
 
     def tokens_of(self, enc, text: str, pair: str | None) -> list[str]:
         """An unknown piece as the text it stands for (as `tokenizers`' Unigram and SentencePiece write it), not

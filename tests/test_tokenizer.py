@@ -148,3 +148,27 @@ def test_vocab_and_decode(tok):
     assert tok.token_to_id("[PAD]") == 0 and tok.id_to_token(101) == "[CLS]"
     enc = tok.encode("I am good")
     assert tok.decode(enc.ids) == "i am good"
+
+
+LONG = ["The animal didn't cross the street because it was tired. " * 60, "그 동물은 너무 피곤해서 길을 건너지 않았다 " * 80,
+        "[CLS] <pad> <s> </s> <unk> <eos> <copy> [SEP] [MASK] <|endoftext|> <|im_start|> " * 40]
+
+
+@pytest.mark.parametrize("name", ["minilm-l6", "smollm2-135m", "seq2seq-tiny"])
+def test_the_counter_shares_the_model_and_counts_as_a_copy_would(name):
+    """The never-truncating counter is built on this tokenizer's own model and components (not a JSON copy of it):
+    the counts of over-long text, typed special tokens included, equal those of a full copy with no limit."""
+    from tokenizers import Tokenizer
+
+    from model import load_model
+
+    tok = load_model(name, "cpu").tokenizer
+    copy = Tokenizer.from_str(tok._tok.to_str())
+    copy.no_truncation()
+    copy.encode_special_tokens = tok._tok.encode_special_tokens
+    for text in LONG:
+        for pair in (None, "a second text, 둘째"):
+            enc = tok.encode(text, pair)
+            assert enc.truncated and len(enc.ids) == tok.max_length
+            assert enc.n_tokens_untruncated == len(copy.encode(text, pair).ids) > tok.max_length
+    assert tok._counter.get_vocab_size(with_added_tokens=True) == tok._tok.get_vocab_size(with_added_tokens=True)

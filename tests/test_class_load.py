@@ -107,7 +107,7 @@ def test_a_class_answers_once_through_a_killed_process_and_a_restart(tmp_path):
         room = cl.open_room("127.0.0.1", port, key)
         qid = cl.start_question(str(db), room)  # no endpoint starts a question: the store itself, as the app opens it
         args = cl.parse_args(["--url", url, "--room", room, "--students", str(STUDENTS), "--seconds", str(SECONDS),
-                              "--ramp", "1", "--timeout", "30", "--key", key, "--store", str(db),
+                              "--ramp", "1", "--timeout", "30", f"--key={key}", "--store", str(db),
                               "--kill-at", str(KILL_AT), "--seed", "7"])
         r = asyncio.run(cl.run(args, "127.0.0.1", port))
         cl.report(args, r)

@@ -88,7 +88,10 @@ def readability(trace: AttentionTrace, *, keep: int = 3) -> Readability:
     for word, idx in split:
         toks = [trace.source_tokens[i] for i in idx]
         unknown = any(t in UNKNOWN_TOKENS for t in toks)
-        jamo = syllables and any(any(_is_jamo(c) for c in piece_text(t, first=False)) for t in toks)
+        # letters the tokenizer made of syllables: more jamo in the pieces than typed ("하ㅎㅎㅎ", laughter typed in
+        # jamo, keeps its three ㅎ as three pieces' letters and is read as typed)
+        jamo = syllables and (sum(_is_jamo(c) for t in toks for c in piece_text(t, first=False))
+                              > sum(_is_jamo(c) for c in word))
         # a Hangul word in byte pieces (an emoji in byte pieces is still read: byte-level models learn them whole)
         in_bytes = _has_syllables(word) and any(_broken_bytes(t) for t in toks)
         if unknown or jamo or in_bytes:

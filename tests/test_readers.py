@@ -69,6 +69,18 @@ def test_what_the_tokenizer_made_of_the_words_is_measured(minilm):
     assert readability(minilm.trace("The animal was tired")) == Readability(4, (), 0)
 
 
+def test_jamo_a_student_typed_are_not_a_word_split_into_letters(minilm):
+    """Laughter typed in jamo ("하ㅎㅎㅎ", "ㅋㅋㅋ") comes out of multilingual-e5-small as the letters typed: read as
+    typed, no notice. A syllable broken into letters (MiniLM's WordPiece: "동" -> "ᄃ", "##ᅩ", "##ᆼ") still makes its
+    word unreadable, and MiniLM has no piece for the rest ([UNK])."""
+    text = "하ㅎㅎㅎㅎ 동물은 ㅋㅋㅋ 웃기다"
+    e5 = load_model("multilingual-e5-small", "cpu").trace(text)
+    assert e5.source_tokens[1:4] == ["▁하", "ᄒᄒ", "ᄒᄒ"]  # the typed ㅎ, normalised to conjoining jamo
+    assert readability(e5) == Readability(4, (), 0)
+    r = readability(minilm.trace(text))
+    assert (r.unreadable, r.n_unreadable, r.kinds) == (("하ㅎㅎㅎㅎ", "동물은", "ㅋㅋㅋ"), 4, ("unknown", "jamo"))
+
+
 def test_how_the_notice_says_it():
     smol = Readability(7, ("그",), 7, ("bytes",), ("Hangul",))
     assert how_split(smol, "ko") == "글자가 아닌 UTF-8 바이트 조각"

@@ -302,7 +302,7 @@ class SentencePieces:
     Why not `tokenizers`' Unigram: (1) its Viterbi adds scores in float64, the C engine and SentencePiece in float32,
     so where two cuts tie (`wait....` -> `.` `...` or `...` `.`) rounding picks: on 3,000 texts made of such runs it
     disagreed with the C engine on 351, SentencePiece on none (2026-11-27); (2) its trie of 250,002 pieces took
-    253 MB, SentencePiece's double-array trie and this pipeline's piece table 87 MB. The text is cut whole, never
+    253 MB, SentencePiece's double-array trie and this pipeline's piece table 90-110 MB. The text is cut whole, never
     word by word, because the float32 sums, and so the ties, depend on the score of everything before."""
 
     def __init__(self, packed: PackedE5):
@@ -366,7 +366,7 @@ class E5Tokenizer(TextTokenizer):
     def __init__(self, tokenizer: Tokenizer, max_length: int, norm_map: dict[int, str]):
         super().__init__(tokenizer, max_length)
         self._table = str.maketrans(norm_map)
-        self._unk = tokenizer.token_to_id("<unk>")
+        self._unk = tokenizer.token_to_id(tokenizer.model.unk_token)  # the WordLevel table's own unknown
 
     def tokens_of(self, enc, text: str, pair: str | None) -> list[str]:
         """An unknown piece as the text it stands for (as `tokenizers`' Unigram and SentencePiece write it), not

@@ -27,7 +27,7 @@ from torch import nn
 
 from .config import PRESETS, TransformerConfig
 from .errors import WeightsError
-from .tokenizer import Encoded, TextTokenizer
+from .tokenizer import TextTokenizer
 from .weights import Cat, installed_file
 
 E5_NAME = "multilingual-e5-small"
@@ -313,7 +313,7 @@ class SentencePieces:
         t = proto.trainer_spec
         t.model_type, t.unk_id, t.bos_id, t.eos_id, t.pad_id = pb.TrainerSpec.UNIGRAM, packed.unk, packed.bos, \
             packed.eos, packed.pad
-        # the text comes normalised (E5Tokenizer.prepare) and marked with '▁' (Metaspace): SentencePiece adds nothing
+        # the text comes normalised (E5Tokenizer.prepared) and marked with '▁' (Metaspace): SentencePiece adds nothing
         n = proto.normalizer_spec
         n.name, n.add_dummy_prefix, n.remove_extra_whitespaces, n.escape_whitespaces = "identity", False, False, False
         kind = pb.ModelProto.SentencePiece
@@ -338,8 +338,8 @@ class SentencePieces:
 
 def build_tokenizer(packed: PackedE5) -> Tokenizer:
     """The C engine's pipeline through `tokenizers`: the code-point normalisation map and space collapsing are
-    applied by `E5Tokenizer.prepare` (in Python, one str.translate), then Metaspace (' ' -> '▁', a '▁' prepended),
-    then SentencePiece's Viterbi over the whole text (`SentencePieces`), each piece looked up by a WordLevel table;
+    applied by `E5Tokenizer.prepared` (in Python, keeping where each character came from), then Metaspace (' ' ->
+    '▁', a '▁' prepended), then SentencePiece's Viterbi over the whole text (`SentencePieces`), each piece looked up by a WordLevel table;
     `tokenizers` adds the specials, pairs, truncation and offsets as for every other model."""
     tok = Tokenizer(models.WordLevel({p: i for i, p in enumerate(packed.pieces)}, unk_token=packed.pieces[packed.unk]))
     tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -376,21 +376,25 @@ class E5Tokenizer(TextTokenizer):
                 for t, i, sp, q, (a, b) in zip(enc.tokens, enc.ids, enc.special_tokens_mask, enc.sequence_ids,
                                                enc.offsets)]
 
-    def prepare(self, text: str) -> str:
-        out = text.translate(self._table)
-        while "  " in out:
-            out = out.replace("  ", " ")
-        return out.strip(" ")
-
-    def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoded:
-        from .tokenizer import check_text
-
-        check_text(text)
-        if pair is not None:
-            check_text(pair)
-        # text that normalises to nothing (e.g. only zero-width characters) still has its specials
-        return super().encode(self.prepare(text) or " ", None if pair is None else (self.prepare(pair) or " "),
-                              add_special_tokens=add_special_tokens)
+    def prepared(self, text: str) -> tuple[str, list[int]]:
+        """The text as the C engine reads it, and for each of its characters the index of the typed character it
+        came from: each code point through the file's normalisation map (a character may vanish or become several),
+        runs of spaces collapsed to one, spaces stripped at both ends. Text that normalises to nothing (only
+        zero-width characters, say) becomes one space, so that it still has its specials."""
+        chars: list[str] = []
+        src: list[int] = []
+        for i, ch in enumerate(text):
+            for c in self._table.get(ord(ch), ch) or "":
+                if c == " " and chars and chars[-1] == " ":
+                    continue
+                chars.append(c)
+                src.append(i)
+        start, end = 0, len(chars)
+        while start < end and chars[start] == " ":
+            start += 1
+        while end > start and chars[end - 1] == " ":
+            end -= 1
+        return ("".join(chars[start:end]), src[start:end]) if end > start else (" ", [0])
 
 
 def e5_table(c: TransformerConfig) -> dict:

@@ -236,13 +236,22 @@ class TextTokenizer:
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def tokens_of(self, enc, text: str, pair: str | None) -> list[str]:
-        """The tokens' strings as shown: the tokenizer's own (a subclass may write some from the text)."""
+        """The tokens' strings as shown: the tokenizer's own (a subclass may write some from the text it read)."""
         return list(enc.tokens)
+
+    def prepared(self, text: str) -> tuple[str, list[int] | None]:
+        """The text the tokenizer reads, and for each of its characters the index of the typed character it came
+        from (None: the text as typed). A subclass that normalises before `tokenizers` does (multilingual-e5-small)
+        maps back, so that offsets stay spans of what the user typed."""
+        return text, None
 
     def encode(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoded:
         check_text(text)
         if pair is not None:
             check_text(pair)
+        text, tmap = self.prepared(text)
+        pair, pmap = (None, None) if pair is None else self.prepared(pair)
+        maps = (tmap, pmap)  # by sequence id
         enc = self._tok.encode(text, pair, add_special_tokens=add_special_tokens)
         if not enc.ids:  # a tokenizer that drops control characters and adds no specials (SmolLM2 on "\x16")
             raise InputError("The text has no tokens (only spaces or control characters): type a sentence.",
@@ -253,8 +262,9 @@ class TextTokenizer:
             n_untruncated = len(self._counter.encode(text, pair, add_special_tokens=add_special_tokens).ids)
         special = [bool(s) for s in enc.special_tokens_mask]
         seq_ids = [s if s is not None else -1 for s in enc.sequence_ids]
-        offsets = [tuple(o) for o in enc.offsets]
         tokens = self.tokens_of(enc, text, pair)
+        offsets = [(a, b) if q is None or maps[q] is None or b <= a else (maps[q][a], maps[q][b - 1] + 1)
+                   for q, (a, b) in zip(enc.sequence_ids, enc.offsets)]
         return Encoded(
             tokens=tokens,
             ids=list(enc.ids),

@@ -202,6 +202,18 @@ def test_an_unknown_piece_is_written_as_its_text(tok):
     assert enc.words() == ["a", "𓀀𓀁", "b"]
 
 
+def test_offsets_are_spans_of_the_typed_text(tok):
+    """The text is normalised before `tokenizers` reads it (spaces collapsed, full-width letters, a zero-width space
+    read as a space); the offsets are mapped back to what was typed, in each text of a pair."""
+    text = "many    spaces\u200b 동물은  ＡＢＣ"
+    enc = tok.encode(text)
+    assert enc.tokens == ["<s>", "▁many", "▁space", "s", "▁동물", "은", "▁ABC", "</s>"]
+    assert [text[a:b] for (a, b), sp in zip(enc.offsets, enc.special) if not sp] == [
+        "many", "    space", "s", "\u200b 동물", "은", "  ＡＢＣ"]
+    pair = tok.encode("a  b", "ｃ  d")
+    assert pair.offsets == [(0, 0), (0, 1), (1, 4), (0, 0), (0, 0), (0, 1), (1, 4), (0, 0)]
+
+
 def test_long_text_counts_every_piece(tok, packed):
     """Truncated at 512 with </s> kept; the count of the whole text comes from the never-truncating counter, which
     shares the tokenizer's table: it equals an encoding with no limit."""

@@ -77,6 +77,8 @@ def test_jamo_a_student_typed_are_not_a_word_split_into_letters(minilm):
     e5 = load_model("multilingual-e5-small", "cpu").trace(text)
     assert e5.source_tokens[1:4] == ["▁하", "ᄒᄒ", "ᄒᄒ"]  # the typed ㅎ, normalised to conjoining jamo
     assert readability(e5) == Readability(4, (), 0)
+    # the jamo typed are counted in the typed word, whatever the normalisation removed around it
+    assert readability(load_model("multilingual-e5-small", "cpu").trace("\u200b하ㅎㅎ 동물은\u200b\u200b ㅋㅋ")).n_unreadable == 0
     r = readability(minilm.trace(text))
     assert (r.unreadable, r.n_unreadable, r.kinds) == (("하ㅎㅎㅎㅎ", "동물은", "ㅋㅋㅋ"), 4, ("unknown", "jamo"))
 

@@ -102,6 +102,25 @@ def smollm2_reference():
     return reference_from_gguf(smollm2_path())
 
 
+LECTURER_KEY = "browser-test-key-0123456789abcdef"  # the shared app's lecturer key (its Class page asks for it)
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """The base URL of one real app (`python -m serve run app.py`, as `make run`) shared by the browser test modules
+    that need no server settings of their own, started once per worker (xdist) on first use: a start costs ~5 s and
+    each module's own server loaded the same models again. Tests that need a fresh server start their own
+    (tests/browser_support.py serve_app). HEADLIGHT_TEST_URL runs them against an app already running."""
+    from browser_support import require_browser, serve_app
+
+    require_browser()
+    if os.environ.get("HEADLIGHT_TEST_URL"):
+        yield os.environ["HEADLIGHT_TEST_URL"].rstrip("/")
+        return
+    with serve_app(timeout=180, env={"HEADLIGHT_LECTURER_KEY": LECTURER_KEY}) as base:
+        yield base
+
+
 @pytest.fixture(autouse=True, scope="module")
 def one_chromium_per_module():
     """The browser tests of a module share one Chromium (tests/browser_support.py shared_browser), closed here when

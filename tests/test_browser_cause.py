@@ -13,8 +13,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import browser_available, chromium_page, serve_app, wait_for_app
-from ci_support import skip_or_fail
+from browser_support import chromium_page, wait_for_app
 
 from i18n import t
 
@@ -33,14 +32,9 @@ def readme_shot(page, name: str, anchor: str, exact: bool = False) -> None:
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    reason = browser_available()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        skip_or_fail(reason)
-    with serve_app(timeout=180) as base:
-        yield base
+def app_url(app_server):
+    """The worker's shared app (tests/conftest.py app_server)."""
+    return app_server
 
 
 def shots(tmp_path) -> Path:

@@ -28,9 +28,9 @@ def _where(url: str) -> tuple[str, dict]:
     return u.path.strip("/"), {k: v[0] for k, v in parse_qs(u.query).items()}
 
 
-def test_present_with_the_arrow_keys_and_download_the_handout(tmp_path):
-    require_browser()
-    with serve_app(env={"HEADLIGHT_STATE_DIR": str(tmp_path)}) as base, chromium_page(1600, 1000) as page:
+def test_present_with_the_arrow_keys_and_download_the_handout(deck_app):
+    base, _ = deck_app
+    with chromium_page(1600, 1000) as page:
         page.goto(f"{base}/deck?lang=en", wait_until="domcontentloaded")
         wait_for_app(page)
         main = page.locator('[data-testid="stMain"]')

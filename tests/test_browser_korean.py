@@ -6,28 +6,18 @@ language-free values."""
 
 from __future__ import annotations
 
-import os
 from urllib.parse import quote
 
 import pytest
-from browser_support import browser_available, chromium_page, serve_app, wait_for_app
-from ci_support import skip_or_fail
+from browser_support import chromium_page, wait_for_app
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    reason = browser_available()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        skip_or_fail(reason)
-    if os.environ.get("HEADLIGHT_TEST_URL"):  # an app already running (restarted after the last change)
-        yield os.environ["HEADLIGHT_TEST_URL"].rstrip("/")
-        return
-    with serve_app() as base:
-        yield base
+def app_url(app_server):
+    """The worker's shared app (tests/conftest.py app_server)."""
+    return app_server
 
 
 def test_document_language_follows_the_interface(app_url):

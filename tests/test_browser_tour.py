@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, browser_available, serve_app, shared_browser, wait_for_app
+from browser_support import ROOT, shared_browser, wait_for_app
 
 from ui.tour import STEPS
 
@@ -37,14 +37,9 @@ MEASURE = """() => {
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    reason = browser_available()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
-    with serve_app(timeout=180) as base:
-        yield base
+def app_url(app_server):
+    """The worker's shared app (tests/conftest.py app_server)."""
+    return app_server
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,8 @@ def shared_browser():
 
 
 def close_shared() -> None:
+    for key in [k for k in _SHARED if isinstance(k, tuple)]:  # the warm pages (warm_page): their browser closes them
+        _SHARED.pop(key)
     browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
     with contextlib.suppress(Exception):
         if browser is not None:
@@ -147,10 +149,27 @@ def chromium_context(**options):
 
 
 @contextlib.contextmanager
-def chromium_page(width: int = 1600, height: int = 1000):
-    """A page of a fresh profile (chromium_context) at width x height."""
+def chromium_page(width: int = 1600, height: int = 1000, fresh: bool = False):
+    """A page at width x height: the module's one page of that size (warm_page), or with `fresh` a page of a fresh
+    profile (chromium_context), for what a first visit must show or what listens to the page's events."""
+    if not fresh:
+        yield warm_page(width, height)
+        return
     with chromium_context(viewport={"width": width, "height": height}, device_scale_factor=1) as context:
         yield context.new_page()
+
+
+def warm_page(width: int, height: int):
+    """The test module's one page of width x height (its own profile, launched on first use, closed with the
+    module's Chromium): each test navigates it to the link it tests, as a student opens one link after another in
+    one tab. A fresh profile per test cost Chromium ~4.5 s of CPU a page (Streamlit's and plotly's scripts compiled
+    again in a new renderer) against ~2 s for the next link in a tab already open (2026-11-27), and the browser
+    tests' Chromium took ~490 of the suite's ~1,300 CPU seconds. A test leaves no listener or route on it."""
+    page = _SHARED.get(("page", width, height))
+    if page is None or page.is_closed():
+        context = shared_browser().new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+        _SHARED[("page", width, height)] = page = context.new_page()
+    return page
 
 
 def wait_for_app(page, timeout_ms: int = 90_000) -> None:

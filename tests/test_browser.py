@@ -53,9 +53,9 @@ def _errors(page) -> list[str]:
 
 def test_link_opens_exact_view(app_url, shot_dir):
     query = urlencode({"text": "The animal didn't cross the street because it was tired", "layer": 2, "head": 5})
-    with chromium_page() as page:
+    with chromium_page(fresh=True) as page:
         console_errors: list[str] = []
-        page.on("pageerror", lambda e: console_errors.append(str(e)))
+        page.on("pageerror", lambda e: console_errors.append(str(e)))  # (a fresh page: no listener is left behind)
         page.goto(f"{app_url}/?{query}", wait_until="domcontentloaded")
         wait_for_app(page)
         page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
@@ -92,7 +92,7 @@ def test_every_page_renders_and_no_request_leaves_the_server(app_url, shot_dir):
     request of every page goes to the app's own server. One page visits them all, as a student clicking through."""
     outside: list[str] = []
     query = urlencode({"text": "The animal didn't cross the street because it was tired"})
-    with chromium_page() as page:
+    with chromium_page(fresh=True) as page:
         page.on("request", lambda r: None if r.url.startswith((app_url, "data:", "blob:")) else outside.append(r.url))
         for path, name in PAGES:
             page.goto(f"{app_url}/{path}?{query}", wait_until="domcontentloaded")
@@ -108,7 +108,7 @@ def test_direct_link_on_a_fresh_server_runs_through_the_shell():
     """The first visitor of a just-started server opens a page link directly: the shell runs (titles in the menu,
     the shared sidebar), not the page file alone (Streamlit's legacy pages/ mode)."""
     require_browser()
-    with serve_app() as base, chromium_page() as page:
+    with serve_app() as base, chromium_page(fresh=True) as page:
         page.goto(f"{base}/steps?{urlencode({'text': 'I am good'})}", wait_until="domcontentloaded")
         wait_for_app(page)
         page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)

@@ -47,7 +47,7 @@ def shots(tmp_path_factory) -> Path:
     return d
 
 
-def _settle(page, ms: int = 1200) -> None:
+def _settle(page, ms: int = 500) -> None:
     wait_for_app(page)
     page.wait_for_timeout(ms)
 
@@ -98,7 +98,9 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
         lec.locator('[data-testid="stMain"] button', has_text=t("class.key_submit", lang)).click()
         _settle(lec)
         lec.locator(".st-key-class_open button").click()
-        _settle(lec, 2500)
+        lec.wait_for_function("""() => { const i = document.querySelector('.st-key-class_qr img');
+                                         return i && i.complete && i.naturalWidth > 0; }""", timeout=60_000)
+        _settle(lec)
         shot(lec, "1_room")
         qr = _box(lec, ".st-key-class_qr img")
         assert qr["b"] <= PROJECTOR["height"] and qr["t"] >= 0, qr  # whole in the window
@@ -112,11 +114,11 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
             ph = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
                                      has_touch=True).new_page()
             ph.goto(f"{base}/?room={code}")
-            _settle(ph, 2000)
+            _settle(ph, 800)
             phones.append(ph)
         _tab(lec, 1)
         lec.locator(".st-key-class_start button").click()
-        _settle(lec, 1500)
+        _settle(lec, 600)
         for ph in phones:  # the live question reaches the phone within its 2 s refresh
             pills = ph.locator('.st-key-class_banner [data-testid="stButtonGroup"] button')
             pills.nth(2).wait_for(timeout=15_000)
@@ -125,7 +127,8 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
         shot(phones[0], "2_phone_answered")
         lec.wait_for_timeout(1500)
         lec.locator("[class*='st-key-class_reveal_'] button").first.click()
-        _settle(lec, 2500)
+        lec.locator("[data-testid='stPlotlyChart'] .legend").first.wait_for(timeout=60_000)
+        _settle(lec)
         chart = lec.locator("[class*='st-key-class_reveal_fig'], [data-testid='stPlotlyChart']").last
         chart.scroll_into_view_if_needed()
         lec.wait_for_timeout(800)
@@ -136,7 +139,7 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
 
         ph = phones[0]
         ph.locator('.st-key-class_banner [data-testid="stExpander"] summary').click()
-        ph.wait_for_timeout(800)
+        ph.wait_for_timeout(300)
         box = ph.locator(".st-key-class_send_text input")
         assert box.get_attribute("placeholder") == t("class.send.placeholder", lang)
         box.fill(text)
@@ -155,7 +158,8 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
             if go.count():
                 break
         go.click(timeout=30_000)
-        _settle(ph, 1500)
+        ph.get_by_text(t("class.send.done", lang)).first.wait_for(timeout=30_000)
+        _settle(ph)
         assert ph.get_by_text(t("class.send.done", lang)).count() == 1
 
         for i, sentence in enumerate(("The cat slept because it was tired", "Mary called John because she was")):
@@ -163,7 +167,7 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
                                   ["[CLS]", *sentence.lower().split(), "[SEP]"], 5, 2)
         _tab(lec, 2)
         lec.locator(".st-key-class_pending summary").click()
-        lec.wait_for_timeout(1000)
+        lec.wait_for_timeout(500)
         shot(lec, "5_sentences")
         size = lec.locator('.st-key-class_moderation [data-testid="stText"]').first.evaluate(
             "e => parseFloat(getComputedStyle(e).fontSize)")
@@ -172,11 +176,12 @@ def test_class_on_the_projector_and_the_phones(served, shots, lang):
         assert size >= page_size >= 20, (size, page_size)  # lecture mode: as big as the page's text
 
         lec.locator('[data-testid="stMain"] [data-testid="stPopover"] button').first.click()
-        lec.wait_for_timeout(800)
+        lec.wait_for_timeout(300)
         lec.locator(".st-key-class_end button").click()
         _settle(lec)
         ph.get_by_text(t("class.gone", lang)).wait_for(timeout=15_000)  # within the question's 2 s refresh
-        ph.wait_for_timeout(1000)
+        ph.locator(".st-key-class_banner").first.wait_for(state="detached", timeout=15_000)
+        _settle(ph)
         shot(ph, "6_phone_ended")
         assert ph.locator(".st-key-class_banner").count() == 0
         shown = ph.locator('[data-testid="stMain"]').inner_text()

@@ -11,7 +11,7 @@ import contextlib
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import shared_browser, wait_for_app
+from browser_support import shared_browser, wait_for_app, warm_page
 from test_browser import _errors, app_url, require_browser  # noqa: F401 - fixtures
 
 from model.examples import ALIGNMENT_TEXT
@@ -27,28 +27,25 @@ CHART = '[data-testid="stPlotlyChart"]'
 @pytest.fixture(scope="module")
 def browser():
     require_browser()
-    return shared_browser()  # this process's one Chromium; each page below takes a fresh profile of it
+    return shared_browser()  # this process's one Chromium
 
 
 @contextlib.contextmanager
 def opened(browser, base: str, path: str, size: tuple[int, int], tab: int | None = None, **query):
-    """A fresh page at `size` on `path` with `query` (Korean, lecture mode), its charts drawn, `tab` opened."""
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, device_scale_factor=1)
-    page = ctx.new_page()
-    try:
-        page.goto(f"{base}/{path}?{urlencode({'lang': 'ko', 'lecture': '1', **query})}", wait_until="domcontentloaded")
+    """The module's page at `size` (warm_page) on `path` with `query` (Korean, lecture mode), its charts drawn, `tab`
+    opened."""
+    page = warm_page(*size)
+    page.goto(f"{base}/{path}?{urlencode({'lang': 'ko', 'lecture': '1', **query})}", wait_until="domcontentloaded")
+    wait_for_app(page)
+    if tab is not None:
+        page.locator('[data-testid="stMain"] [role="tab"]').nth(tab).evaluate("e => e.click()")
+        page.wait_for_timeout(500)
         wait_for_app(page)
-        if tab is not None:
-            page.locator('[data-testid="stMain"] [role="tab"]').nth(tab).evaluate("e => e.click()")
-            page.wait_for_timeout(500)
-            wait_for_app(page)
-        page.wait_for_function(f"""() => {{ const c = [...document.querySelectorAll('{CHART}')];
-            return c.length > 0 && c.every(x => x.querySelector('.main-svg')); }}""", timeout=120_000)
-        page.wait_for_timeout(800)
-        assert not _errors(page), _errors(page)
-        yield page
-    finally:
-        ctx.close()
+    page.wait_for_function(f"""() => {{ const c = [...document.querySelectorAll('{CHART}')];
+        return c.length > 0 && c.every(x => x.querySelector('.main-svg')); }}""", timeout=120_000)
+    page.wait_for_timeout(800)
+    assert not _errors(page), _errors(page)
+    yield page
 
 
 def boxes(page, selector: str) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, shared_browser, wait_for_app
+from browser_support import ROOT, shared_browser, wait_for_app, warm_page
 
 from ui.tour import STEPS
 
@@ -53,13 +53,13 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    return shared_browser()  # this process's one Chromium; each page below takes a fresh profile of it
+    return shared_browser()  # this process's one Chromium
 
 
 def _open(browser, app_url, shots, size, model, lang, step, plots: int = 0) -> dict:
     """The tour at `step`, once its formula and at least `plots` charts are drawn: the measurements (MEASURE)."""
     w, h = size
-    page = browser.new_context(viewport={"width": w, "height": h}, device_scale_factor=1).new_page()
+    page = warm_page(w, h)  # the module's page of that size
     q = urlencode({"model": model, "lang": lang, "lecture": "1", "step": str(step), "text": TEXT})
     page.goto(f"{app_url}/tour?{q}", wait_until="domcontentloaded")
     wait_for_app(page, 240_000)
@@ -74,7 +74,6 @@ def _open(browser, app_url, shots, size, model, lang, step, plots: int = 0) -> d
     assert not page.locator('[data-testid="stException"]').count()
     m = page.evaluate(MEASURE)
     page.screenshot(path=str(shots / f"{model}_{lang}_{w}x{h}_step{step}.png"))
-    page.context.close()
     return m
 
 

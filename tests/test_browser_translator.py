@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 def test_translator_link_draws_translation_and_alignment(app_url, shot_dir, lang, translation_label):  # noqa: F811
     require_browser()
     query = urlencode({"text": ALIGNMENT_TEXT, "model": "bergamot-en-pt", "lang": lang})
-    with chromium_page() as page:
+    with chromium_page(fresh=True) as page:
         console: list[str] = []
         page.on("pageerror", lambda e: console.append(str(e)))
         page.goto(f"{app_url}/seq2seq?{query}", wait_until="domcontentloaded")

@@ -69,7 +69,7 @@ def test_exported_html_draws_and_hovers_offline(tmp_path, kind):
         fig = token_view(att, 5, TOKENS, TOKENS, [0, 1, 2], title="token view")
     path = tmp_path / f"{kind}.html"
     path.write_bytes(figure_html(fig, title=kind))
-    with chromium_page(1280, 720) as page:
+    with chromium_page(1280, 720, fresh=True) as page:  # its route must not outlive it
         blocked = _open_offline(page, path)
         page.wait_for_selector(".main-svg", timeout=30_000)
         assert page.locator(".main-svg").count() >= 1
@@ -132,7 +132,7 @@ def test_exported_heatmap_shows_every_token_label_inside_the_picture(tmp_path):
     10 px margins of the page's layout and no theme, all but 2 of them fell outside it."""
     path = tmp_path / "heatmap.html"
     path.write_bytes(figure_html(_korean_heatmap(), title="heatmap"))
-    with chromium_page(1280, 800) as page:
+    with chromium_page(1280, 800, fresh=True) as page:
         assert _open_offline(page, path) == []
         page.wait_for_selector(".main-svg", timeout=30_000)
         inside = page.evaluate("""() => {

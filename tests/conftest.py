@@ -93,8 +93,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def smollm2_reference():
     """(model, tokenizer): transformers' own reading of the installed SmolLM2 GGUF (tests/gguf_support.py), shared
-    read-only by the parity tests that need it. transformers parses the file's metadata in Python three times (config,
-    weights, tokenizer): about a minute of CPU, so once per worker."""
+    read-only by the parity tests that need it: ~9 s of CPU even with the file parsed once (reference_from_gguf), so
+    once per worker."""
     from gguf_support import reference_from_gguf
 
     from model.loaders import smollm2_path

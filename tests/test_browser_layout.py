@@ -31,7 +31,7 @@ def browser():
 
 
 @contextlib.contextmanager
-def opened(browser, base: str, path: str, size: tuple[int, int], tab: int | None = None, **query):
+def opened(base: str, path: str, size: tuple[int, int], tab: int | None = None, **query):
     """The module's page at `size` (warm_page) on `path` with `query` (Korean, lecture mode), its charts drawn, `tab`
     opened."""
     page = warm_page(*size)
@@ -55,7 +55,7 @@ def boxes(page, selector: str) -> list[dict]:
 
 
 def test_phone_heatmap_keeps_every_key_label_and_scrolls_sideways(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "", PHONE, text=EN) as page:
+    with opened(app_url, "", PHONE, text=EN) as page:
         keys = [b["text"] for b in boxes(page, f"{CHART} .xtick text")]
         tokens = page.evaluate("() => document.querySelectorAll('" + CHART + " .ytick text').length")
         assert len(keys) == tokens == 15 and "tired" in keys and "animal" in keys  # none dropped
@@ -70,7 +70,7 @@ def test_phone_heatmap_keeps_every_key_label_and_scrolls_sideways(browser, app_u
 
 
 def test_phone_all_heads_title_clears_the_heads(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "", PHONE, tab=1, text=EN) as page:
+    with opened(app_url, "", PHONE, tab=1, text=EN) as page:
         (title,) = boxes(page, f".st-key-ex_grid {CHART} .gtitle")
         heads = boxes(page, f".st-key-ex_grid {CHART} .xtick text")
         assert [h["text"] for h in heads] == [str(h) for h in range(12)]
@@ -79,7 +79,7 @@ def test_phone_all_heads_title_clears_the_heads(browser, app_url):  # noqa: F811
 
 
 def test_phone_token_view_title_clears_its_legend(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "", PHONE, tab=2, text="그 동물은 너무 피곤해서 길을 건너지 않았다",
+    with opened(app_url, "", PHONE, tab=2, text="그 동물은 너무 피곤해서 길을 건너지 않았다",
                 model="smollm2-135m") as page:
         view = f".st-key-ex_token_chart {CHART}"
         chart = boxes(page, view)[0]
@@ -91,7 +91,7 @@ def test_phone_token_view_title_clears_its_legend(browser, app_url):  # noqa: F8
 
 
 def test_korean_no_results_in_a_multiselect(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "positional", PROJECTOR) as page:
+    with opened(app_url, "positional", PROJECTOR) as page:
         page.locator('[data-testid="stMultiSelect"]').first.click()
         page.keyboard.type("zzz")
         page.wait_for_timeout(500)
@@ -103,7 +103,7 @@ def test_korean_no_results_in_a_multiselect(browser, app_url):  # noqa: F811
 
 
 def test_projector_mosaic_has_no_blank_band(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "", PROJECTOR, tab=1, text=EN, model="smollm2-135m") as page:
+    with opened(app_url, "", PROJECTOR, tab=1, text=EN, model="smollm2-135m") as page:
         grid = f".st-key-ex_grid {CHART}"
         chart = boxes(page, grid)[0]
         heads = boxes(page, f"{grid} .xtick text")
@@ -114,7 +114,7 @@ def test_projector_mosaic_has_no_blank_band(browser, app_url):  # noqa: F811
 
 def test_projector_translator_titles_lie_inside_their_figures(browser, app_url):  # noqa: F811
     for lang in ("en", "ko"):
-        with opened(browser, app_url, "seq2seq", PROJECTOR, text=ALIGNMENT_TEXT, model="bergamot-en-pt",
+        with opened(app_url, "seq2seq", PROJECTOR, text=ALIGNMENT_TEXT, model="bergamot-en-pt",
                     lang=lang) as page:
             page.locator('[data-testid="stSlider"] input[type="range"]').first.focus()
             for _ in range(6):  # step 7: "▁Económico" looks at the source (→ emits "▁Europeu"), the longest title
@@ -135,7 +135,7 @@ def test_projector_translator_titles_lie_inside_their_figures(browser, app_url):
 
 
 def test_projector_next_token_chart_is_lecture_sized_text(browser, app_url):  # noqa: F811
-    with opened(browser, app_url, "", PROJECTOR, text="def f(x):", model="smollm2-135m") as page:
+    with opened(app_url, "", PROJECTOR, text="def f(x):", model="smollm2-135m") as page:
         chart = page.locator('.st-key-ex_next [data-testid="stPlotlyChart"]')
         chart.scroll_into_view_if_needed()
         labels = chart.locator(".ytick text").evaluate_all(

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from browser_support import ROOT, shared_browser, wait_for_app, warm_page
+from browser_support import ROOT, wait_for_app, warm_page
 
 from ui.tour import STEPS
 
@@ -51,12 +51,7 @@ def shots(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("tour-shots")
 
 
-@pytest.fixture(scope="module")
-def browser():
-    return shared_browser()  # this process's one Chromium
-
-
-def _open(browser, app_url, shots, size, model, lang, step, plots: int = 0) -> dict:
+def _open(app_url, shots, size, model, lang, step, plots: int = 0) -> dict:
     """The tour at `step`, once its formula and at least `plots` charts are drawn: the measurements (MEASURE)."""
     w, h = size
     page = warm_page(w, h)  # the module's page of that size
@@ -88,8 +83,8 @@ def _fits(m: dict) -> None:
 
 
 @pytest.mark.parametrize("model,lang", [("smollm2-135m", "ko"), ("minilm-l6", "en")])
-def test_projector_qkv_charts_start_at_one_height(browser, app_url, shots, model, lang):
-    m = _open(browser, app_url, shots, (1600, 1000), model, lang, 4, plots=3)
+def test_projector_qkv_charts_start_at_one_height(app_url, shots, model, lang):
+    m = _open(app_url, shots, (1600, 1000), model, lang, 4, plots=3)
     plots = m["plots"]
     assert len(plots) == 3, [p["title"] for p in plots]
     assert [p["title"].split("  ·  ")[0][:1] for p in plots] == ["Q", "K", "V"]
@@ -98,8 +93,8 @@ def test_projector_qkv_charts_start_at_one_height(browser, app_url, shots, model
     _fits(m)
 
 
-def test_projector_rope_step_on_smollm2(browser, app_url, shots):
-    m = _open(browser, app_url, shots, (1600, 1000), "smollm2-135m", "ko", 3, plots=5)
+def test_projector_rope_step_on_smollm2(app_url, shots):
+    m = _open(app_url, shots, (1600, 1000), "smollm2-135m", "ko", 3, plots=5)
     titles = [p["title"] for p in m["plots"]]
     assert len(titles) == 5 and titles[0].startswith("X W_Q (RoPE 전)") and titles[3].startswith("K = RoPE(X W_K)")
     assert abs(m["plots"][0]["top"] - m["plots"][1]["top"]) < 1 and abs(m["plots"][2]["top"] - m["plots"][3]["top"]) < 1
@@ -109,8 +104,8 @@ def test_projector_rope_step_on_smollm2(browser, app_url, shots):
 @pytest.mark.parametrize("model,lang,step", [("smollm2-135m", "ko", 3), ("smollm2-135m", "ko", 11),
                                              ("smollm2-135m", "ko", SINCE), ("minilm-l6", "en", SINCE),
                                              ("minilm-l6", "en", 4)])
-def test_phone_formulas_and_table_stay_on_the_screen(browser, app_url, shots, model, lang, step):
-    m = _open(browser, app_url, shots, (390, 844), model, lang, step, plots={3: 5, 4: 3, 11: 5}.get(step, 0))
+def test_phone_formulas_and_table_stay_on_the_screen(app_url, shots, model, lang, step):
+    m = _open(app_url, shots, (390, 844), model, lang, step, plots={3: 5, 4: 3, 11: 5}.get(step, 0))
     _fits(m)
     assert m["formulas"], "every step has a formula"
     for f in m["formulas"]:  # each breaks into lines at its "=", "+" and arrows: nothing left to scroll to (a few

@@ -1,6 +1,7 @@
 """Shared fixtures: the heavy models are loaded once per test session, on CPU."""
 
 import os
+import sys
 
 import pytest
 
@@ -88,6 +89,18 @@ def pytest_collection_modifyitems(config, items):
 
     order = sorted(range(len(items)), key=lambda i: (rank(units[i]), -count[units[i]], units[i], i))
     items[:] = [items[i] for i in order]
+
+
+_MAIN = sys.modules.get("__main__")
+
+
+def pytest_runtest_teardown(item):
+    """Streamlit's AppTest runs the app script as `__main__` and leaves it there. A process that the tests start
+    later with multiprocessing's "spawn" (tests/test_class_store.py, test_class_door.py, test_shortlinks.py) runs
+    the parent's `__main__` first: the whole app, ~3 CPU s a child (54 s a suite, measured 2026-11-27) instead of
+    ~0.3 s. The runner's own main module is put back after every test."""
+    if _MAIN is not None and sys.modules.get("__main__") is not _MAIN:
+        sys.modules["__main__"] = _MAIN
 
 
 @pytest.fixture(scope="session")

@@ -145,6 +145,26 @@ def one_chromium_per_module():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def installed_components_scanned_once():
+    """Each new AppTest scans the metadata of every installed distribution for Streamlit components (streamlit
+    1.67 components/v2/manifest_scanner.py, ~0.13 CPU s for this venv's ~100 packages; half of test_hf_app.py's
+    time under a profiler). The installed packages do not change during a run: the first scan's answer is kept
+    for the worker. A real server scans once, at its start."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan, kept = manifest_scanner.scan_component_manifests, []
+
+    def once(max_workers: int | None = None):
+        if not kept:
+            kept.append(scan(max_workers))
+        return list(kept[0])
+
+    manifest_scanner.scan_component_manifests = once
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
+@pytest.fixture(autouse=True, scope="session")
 def one_torch_thread():
     import torch
 

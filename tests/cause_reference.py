@@ -54,22 +54,39 @@ def _diff(ref, ids, target, foil) -> float:
     return float(last[target] - last[foil])
 
 
+_CLEAN: dict = {}  # (id of the model, clean ids) -> its clean run's o_proj inputs and hidden states
+
+
+@torch.no_grad()
+def _clean_run(ref, clean: list[int]) -> dict:
+    """The clean run, read once per model and prompt: each layer's o_proj input (1, n, H * k) through a hook, and
+    the residual stream entering each decoder layer (transformers' hidden_states: [embeddings, ...])."""
+    key = (id(ref), tuple(clean))
+    if key not in _CLEAN:
+        z: dict = {}
+        hooks = [layer.self_attn.o_proj.register_forward_pre_hook(lambda m, a, i=i: z.__setitem__(i, a[0].clone()))
+                 for i, layer in enumerate(ref.model.layers)]
+        try:
+            states = ref(input_ids=torch.tensor([clean]), output_hidden_states=True).hidden_states
+        finally:
+            for h in hooks:
+                h.remove()
+        _CLEAN.clear()  # one prompt kept at a time
+        _CLEAN[key] = {"z": z, "states": [s.clone() for s in states]}
+    return _CLEAN[key]
+
+
 @torch.no_grad()
 def patch_head(ref, clean: list[int], corrupt: list[int], target: int, foil: int, layer: int, head: int) -> float:
     """The corrupted run's target - foil logit with head `head` of `layer`'s output (the o_proj input's slice) from
     the clean run at every position."""
     o_proj = ref.model.layers[layer].self_attn.o_proj
     k = _k(ref)
-    kept = {}
-    h = o_proj.register_forward_pre_hook(lambda m, a: kept.__setitem__("z", a[0].clone()))
-    try:
-        ref(input_ids=torch.tensor([clean]))
-    finally:
-        h.remove()
+    kept = _clean_run(ref, clean)["z"][layer]
 
     def put(m, a):
         z = a[0].clone()
-        z[..., head * k:(head + 1) * k] = kept["z"][..., head * k:(head + 1) * k]
+        z[..., head * k:(head + 1) * k] = kept[..., head * k:(head + 1) * k]
         return (z,)
 
     h = o_proj.register_forward_pre_hook(put)
@@ -82,8 +99,7 @@ def patch_head(ref, clean: list[int], corrupt: list[int], target: int, foil: int
 @torch.no_grad()
 def patch_residual(ref, clean: list[int], corrupt: list[int], target: int, foil: int, layer: int, pos: int) -> float:
     """The corrupted run with the residual stream entering decoder layer `layer` at `pos` from the clean run."""
-    states = ref(input_ids=torch.tensor([clean]), output_hidden_states=True).hidden_states  # [embeddings, ...]
-    value = states[layer][0, pos].clone()
+    value = _clean_run(ref, clean)["states"][layer][0, pos].clone()
 
     def put(m, a, kw):
         x = a[0].clone()

@@ -54,26 +54,25 @@ def _diff(ref, ids, target, foil) -> float:
     return float(last[target] - last[foil])
 
 
-_CLEAN: dict = {}  # (id of the model, clean ids) -> its clean run's o_proj inputs and hidden states
+_CLEAN: list = []  # [(model, clean ids, its clean run)]: the model itself is kept, so its id is never reused
 
 
 @torch.no_grad()
 def _clean_run(ref, clean: list[int]) -> dict:
     """The clean run, read once per model and prompt: each layer's o_proj input (1, n, H * k) through a hook, and
     the residual stream entering each decoder layer (transformers' hidden_states: [embeddings, ...])."""
-    key = (id(ref), tuple(clean))
-    if key not in _CLEAN:
-        z: dict = {}
-        hooks = [layer.self_attn.o_proj.register_forward_pre_hook(lambda m, a, i=i: z.__setitem__(i, a[0].clone()))
-                 for i, layer in enumerate(ref.model.layers)]
-        try:
-            states = ref(input_ids=torch.tensor([clean]), output_hidden_states=True).hidden_states
-        finally:
-            for h in hooks:
-                h.remove()
-        _CLEAN.clear()  # one prompt kept at a time
-        _CLEAN[key] = {"z": z, "states": [s.clone() for s in states]}
-    return _CLEAN[key]
+    if _CLEAN and _CLEAN[0][0] is ref and _CLEAN[0][1] == tuple(clean):
+        return _CLEAN[0][2]
+    z: dict = {}
+    hooks = [layer.self_attn.o_proj.register_forward_pre_hook(lambda m, a, i=i: z.__setitem__(i, a[0].clone()))
+             for i, layer in enumerate(ref.model.layers)]
+    try:
+        states = ref(input_ids=torch.tensor([clean]), output_hidden_states=True).hidden_states
+    finally:
+        for h in hooks:
+            h.remove()
+    _CLEAN[:] = [(ref, tuple(clean), {"z": z, "states": [s.clone() for s in states]})]  # one prompt at a time
+    return _CLEAN[0][2]
 
 
 @torch.no_grad()
